@@ -1,0 +1,481 @@
+// The simulated libcupti.so.13: the subset of the Callback and Activity APIs a tracing profiler
+// uses, with the real entry points, structs, callback ids and error codes of CUDA 13.0.
+//
+// Faithful where a profiler can trip:
+//   - one subscriber per process: a second cuptiSubscribe(_v2) fails with
+//     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and names the holder in oldSubscriberName;
+//     SIMCUDA_CUPTI_HELD_BY=<tool> simulates a tool (Nsight Systems, Kineto...) that got there first;
+//   - activity records reach the client only through its buffers, on CUPTI's own worker thread,
+//     when a buffer is full, every cuptiActivityFlushPeriod, or at cuptiActivityFlushAll; records
+//     that find no buffer are dropped and counted;
+//   - timestamps are CLOCK_REALTIME ns unless a timestamp callback was registered before the first
+//     cuptiActivityEnable (the documented Linux default), so a client must align clocks itself;
+//   - SIMCUDA_CUPTI_VERSION=<n> makes cuptiGetVersion report another version, to test the check.
+// The driver (libcuda.so.1) calls in through simcuda::CuptiSink; records are pulled from the
+// driver's op log with simcuda::collect_completed.
+//
+// Locks: g_deliver_mu (recursive: a client may flush from its own completion callback) serialises
+// buffer filling and delivery. Enable flags are atomics, read by the driver on every API call.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <cupti.h>
+
+#include "../driver/sim_driver.h"
+
+namespace {
+
+using simcuda::now_ns;
+
+constexpr int kMaxCbid = 1024;
+constexpr int kMaxDomain = CUPTI_CB_DOMAIN_SIZE;
+constexpr int kMaxKind = 128;
+
+struct Subscriber {
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  char name[CUPTI_SUBSCRIBER_NAME_MAX_LEN + 1] = {};
+};
+
+std::mutex g_subscribe_mu;
+std::atomic<Subscriber*> g_subscriber{nullptr};
+std::atomic<uint8_t> g_enabled[kMaxDomain][kMaxCbid];
+std::atomic<bool> g_activity[kMaxKind];
+std::atomic<bool> g_latency_timestamps{false};
+std::atomic<CUpti_TimestampCallbackFunc> g_timestamp_cb{nullptr};
+CUpti_ActivityThreadIdType g_thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+
+std::recursive_mutex g_deliver_mu;
+CUpti_BuffersCallbackRequestFunc g_request = nullptr;
+CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
+uint8_t* g_buffer = nullptr;
+size_t g_buffer_size = 0, g_buffer_used = 0, g_buffer_max_records = 0, g_buffer_records = 0;
+uint64_t g_op_cursor = 0, g_sync_cursor = 0;
+std::atomic<uint64_t> g_dropped{0};
+int64_t g_gridId = 0;
+
+std::mutex g_worker_mu;
+std::condition_variable g_worker_wake;
+bool g_worker_started = false;
+std::atomic<uint32_t> g_flush_period_ms{0};
+
+// ---- time ----------------------------------------------------------------------------------------
+uint64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Offset from the device's clock (CLOCK_MONOTONIC) to the clock CUPTI reports in, measured now, as
+// the real CUPTI converts GPU timestamps into the CPU domain during post-processing.
+int64_t clock_offset() {
+  uint64_t mono = now_ns();
+  CUpti_TimestampCallbackFunc cb = g_timestamp_cb.load();
+  uint64_t target = cb ? cb() : realtime_ns();
+  return int64_t(target - mono);
+}
+
+// ---- the driver's hook -----------------------------------------------------------------------------
+void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data) {
+  Subscriber* s = g_subscriber.load(std::memory_order_acquire);
+  if (!s || domain >= kMaxDomain || cbid >= kMaxCbid) return;
+  if (!g_enabled[domain][cbid].load(std::memory_order_relaxed)) return;
+  s->callback(s->userdata, domain, cbid, data);
+}
+
+void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) {
+  Subscriber* s = g_subscriber.load(std::memory_order_acquire);
+  if (!s || cbid >= kMaxCbid) return;
+  if (!g_enabled[CUPTI_CB_DOMAIN_RESOURCE][cbid].load(std::memory_order_relaxed)) return;
+  s->callback(s->userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, data);
+}
+
+bool activity_enabled(CUpti_ActivityKind kind) {
+  return int(kind) < kMaxKind && g_activity[kind].load(std::memory_order_relaxed);
+}
+
+const simcuda::CuptiSink g_sink = {on_api, on_resource, activity_enabled};
+
+void install_sink() { simcuda::set_cupti_sink(&g_sink); }
+
+// ---- records --------------------------------------------------------------------------------------
+size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    default: return 0;
+  }
+}
+
+uint8_t cupti_copy_kind(uint32_t sim_copy_kind) {
+  switch (sim_copy_kind) {
+    case SIM_COPY_H2D: return CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    case SIM_COPY_D2H: return CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+    case SIM_COPY_D2D: return CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+    case SIM_COPY_H2H: return CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+    default: return CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN;
+  }
+}
+
+void deliver_locked() {
+  if (!g_buffer) return;
+  uint8_t* buffer = g_buffer;
+  size_t size = g_buffer_size, used = g_buffer_used;
+  g_buffer = nullptr;
+  g_buffer_size = g_buffer_used = g_buffer_records = 0;
+  if (g_complete) g_complete(nullptr, 0, buffer, size, used);
+}
+
+// Room for one record of `bytes`, asking the client for a buffer when needed; nullptr means the
+// record is dropped.
+uint8_t* reserve_locked(size_t bytes) {
+  bool full = g_buffer && (g_buffer_used + bytes > g_buffer_size ||
+                           (g_buffer_max_records && g_buffer_records >= g_buffer_max_records));
+  if (full) deliver_locked();
+  if (!g_buffer) {
+    if (!g_request) return nullptr;
+    uint8_t* b = nullptr;
+    size_t size = 0, max_records = 0;
+    g_request(&b, &size, &max_records);
+    if (!b || size < bytes) return nullptr;  // too small for even one record: dropped, as CUPTI does
+    g_buffer = b;
+    g_buffer_size = size;
+    g_buffer_max_records = max_records;
+    g_buffer_used = g_buffer_records = 0;
+  }
+  uint8_t* at = g_buffer + g_buffer_used;
+  g_buffer_used += bytes;
+  ++g_buffer_records;
+  return at;
+}
+
+void emit_op(const SimDeviceOp& op, uint32_t graph_id, int64_t offset) {
+  if (op.kind == SIM_OP_KERNEL) {
+    auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(reserve_locked(sizeof(CUpti_ActivityKernel10)));
+    if (!r) return void(g_dropped++);
+    memset(r, 0, sizeof *r);
+    r->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r->start = op.start_ns + uint64_t(offset);
+    r->end = op.end_ns + uint64_t(offset);
+    r->completed = r->end;
+    r->deviceId = op.device;
+    r->contextId = op.device + 1;
+    r->streamId = uint32_t(op.stream);
+    r->gridX = r->gridY = r->gridZ = 1;
+    r->blockX = r->blockY = r->blockZ = 1;
+    r->correlationId = uint32_t(op.correlation_id);
+    r->gridId = ++g_gridId;
+    r->name = op.name;
+    if (g_latency_timestamps) r->queued = r->submitted = op.queued_ns + uint64_t(offset);
+    r->graphId = graph_id;
+  } else if (op.kind == SIM_OP_MEMCPY) {
+    auto* r = reinterpret_cast<CUpti_ActivityMemcpy6*>(reserve_locked(sizeof(CUpti_ActivityMemcpy6)));
+    if (!r) return void(g_dropped++);
+    memset(r, 0, sizeof *r);
+    r->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    r->copyKind = cupti_copy_kind(op.copy_kind);
+    r->srcKind = uint8_t(op.src_kind);
+    r->dstKind = uint8_t(op.dst_kind);
+    r->flags = op.is_async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+    r->bytes = op.bytes;
+    r->start = op.start_ns + uint64_t(offset);
+    r->end = op.end_ns + uint64_t(offset);
+    r->deviceId = op.device;
+    r->contextId = op.device + 1;
+    r->streamId = uint32_t(op.stream);
+    r->correlationId = uint32_t(op.correlation_id);
+    r->runtimeCorrelationId = uint32_t(op.correlation_id);
+    r->graphId = graph_id;
+    r->copyCount = 1;
+  } else if (op.kind == SIM_OP_MEMSET) {
+    auto* r = reinterpret_cast<CUpti_ActivityMemset4*>(reserve_locked(sizeof(CUpti_ActivityMemset4)));
+    if (!r) return void(g_dropped++);
+    memset(r, 0, sizeof *r);
+    r->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    r->bytes = op.bytes;
+    r->start = op.start_ns + uint64_t(offset);
+    r->end = op.end_ns + uint64_t(offset);
+    r->deviceId = op.device;
+    r->contextId = op.device + 1;
+    r->streamId = uint32_t(op.stream);
+    r->correlationId = uint32_t(op.correlation_id);
+    r->flags = op.is_async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
+    r->memoryKind = uint16_t(op.dst_kind);
+    r->graphId = graph_id;
+  }
+}
+
+void emit_sync(const simcuda::SyncRecord& s, int64_t offset) {
+  auto* r = reinterpret_cast<CUpti_ActivitySynchronization2*>(reserve_locked(sizeof(CUpti_ActivitySynchronization2)));
+  if (!r) return void(g_dropped++);
+  memset(r, 0, sizeof *r);
+  r->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  r->type = s.type;
+  r->start = s.start_ns + uint64_t(offset);
+  r->end = s.end_ns + uint64_t(offset);
+  r->correlationId = s.correlation_id;
+  r->contextId = s.context_id;
+  r->streamId = s.stream_id;
+  r->cudaEventId = s.event_id;
+  r->cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+}
+
+// Moves finished work from the driver into client buffers; hands a partly filled buffer back only
+// when `deliver_partial` (a flush, or the flush period elapsed).
+void pump(bool deliver_partial) {
+  std::lock_guard<std::recursive_mutex> lock(g_deliver_mu);
+  simcuda::Completed done;
+  simcuda::collect_completed(now_ns(), &g_op_cursor, &g_sync_cursor, &done);
+  int64_t offset = clock_offset();
+  for (size_t i = 0; i < done.ops.size(); ++i) emit_op(done.ops[i], done.op_graph_ids[i], offset);
+  for (const auto& s : done.syncs) emit_sync(s, offset);
+  if (deliver_partial) deliver_locked();
+}
+
+void worker_main() {
+  uint64_t last_flush = now_ns();
+  std::unique_lock<std::mutex> lock(g_worker_mu);
+  for (;;) {
+    g_worker_wake.wait_for(lock, std::chrono::milliseconds(1));
+    lock.unlock();
+    uint32_t period = g_flush_period_ms.load();
+    bool periodic = period && now_ns() - last_flush >= uint64_t(period) * 1000000ull;
+    pump(periodic);
+    if (periodic) last_flush = now_ns();
+    lock.lock();
+  }
+}
+
+void ensure_worker() {
+  std::lock_guard<std::mutex> lock(g_worker_mu);
+  if (g_worker_started) return;
+  g_worker_started = true;
+  std::thread(worker_main).detach();  // CUPTI's own delivery thread; lives as long as the process
+}
+
+}  // namespace
+
+#define CUPTI_EXPORT extern "C" __attribute__((visibility("default")))
+
+CUPTI_EXPORT CUptiResult cuptiGetVersion(uint32_t* version) {
+  if (!version) return CUPTI_ERROR_INVALID_PARAMETER;
+  const char* v = getenv("SIMCUDA_CUPTI_VERSION");
+  *version = v && *v ? uint32_t(strtoul(v, nullptr, 10)) : CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** str) {
+  if (!str) return CUPTI_ERROR_INVALID_PARAMETER;
+  switch (result) {
+    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+    case CUPTI_ERROR_INVALID_PARAMETER: *str = "CUPTI_ERROR_INVALID_PARAMETER"; break;
+    case CUPTI_ERROR_INVALID_KIND: *str = "CUPTI_ERROR_INVALID_KIND"; break;
+    case CUPTI_ERROR_MAX_LIMIT_REACHED: *str = "CUPTI_ERROR_MAX_LIMIT_REACHED"; break;
+    case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+      break;
+    default: *str = "CUPTI_ERROR_UNKNOWN"; return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* userdata,
+                                           CUpti_SubscriberParams* params) {
+  if (!handle || !callback) return CUPTI_ERROR_INVALID_PARAMETER;
+  std::lock_guard<std::mutex> lock(g_subscribe_mu);
+  const char* held_by = getenv("SIMCUDA_CUPTI_HELD_BY");
+  Subscriber* current = g_subscriber.load();
+  if (current || (held_by && *held_by)) {
+    const char* holder = current ? current->name : held_by;
+    if (params && params->oldSubscriberName && params->oldSubscriberSize >= CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN) {
+      snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", holder);
+    }
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  }
+  auto* s = new Subscriber;
+  s->callback = callback;
+  s->userdata = userdata;
+  if (params && params->subscriberName) snprintf(s->name, sizeof s->name, "%s", params->subscriberName);
+  else snprintf(s->name, sizeof s->name, "%s", "unnamed CUPTI subscriber");
+  for (auto& domain : g_enabled)
+    for (auto& cb : domain) cb.store(0);
+  g_subscriber.store(s, std::memory_order_release);
+  *handle = reinterpret_cast<CUpti_SubscriberHandle>(s);
+  install_sink();
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* userdata) {
+  return cuptiSubscribe_v2(handle, callback, userdata, nullptr);
+}
+
+CUPTI_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle handle) {
+  std::lock_guard<std::mutex> lock(g_subscribe_mu);
+  if (!handle || reinterpret_cast<Subscriber*>(handle) != g_subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
+  g_subscriber.store(nullptr);
+  // The Subscriber is not freed: a callback may be running on another thread right now.
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle handle, CUpti_CallbackDomain domain,
+                                             CUpti_CallbackId cbid) {
+  if (!handle || reinterpret_cast<Subscriber*>(handle) != g_subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= kMaxDomain || cbid >= kMaxCbid) return CUPTI_ERROR_INVALID_PARAMETER;
+  g_enabled[domain][cbid].store(enable ? 1 : 0);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle handle, CUpti_CallbackDomain domain) {
+  if (!handle || reinterpret_cast<Subscriber*>(handle) != g_subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= kMaxDomain) return CUPTI_ERROR_INVALID_PARAMETER;
+  for (auto& cb : g_enabled[domain]) cb.store(enable ? 1 : 0);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle handle) {
+  for (int d = CUPTI_CB_DOMAIN_DRIVER_API; d < kMaxDomain; ++d) {
+    CUptiResult r = cuptiEnableDomain(enable, handle, CUpti_CallbackDomain(d));
+    if (r != CUPTI_SUCCESS) return r;
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetCallbackState(uint32_t* enable, CUpti_SubscriberHandle handle,
+                                               CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (!enable || !handle || domain <= CUPTI_CB_DOMAIN_INVALID || domain >= kMaxDomain || cbid >= kMaxCbid)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  *enable = g_enabled[domain][cbid].load();
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                                        CUpti_BuffersCallbackCompleteFunc completed) {
+  if (!requested || !completed) return CUPTI_ERROR_INVALID_PARAMETER;
+  std::lock_guard<std::recursive_mutex> lock(g_deliver_mu);
+  g_request = requested;
+  g_complete = completed;
+  return CUPTI_SUCCESS;
+}
+
+static bool supported_kind(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+         kind == CUPTI_ACTIVITY_KIND_MEMCPY || kind == CUPTI_ACTIVITY_KIND_MEMSET ||
+         kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (!supported_kind(kind)) return CUPTI_ERROR_NOT_COMPATIBLE;
+  // KERNEL (serialising) and CONCURRENT_KERNEL both produce Kernel10 records of kind
+  // CONCURRENT_KERNEL here: the virtual device has no serialised mode.
+  g_activity[kind == CUPTI_ACTIVITY_KIND_KERNEL ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : kind].store(true);
+  install_sink();
+  ensure_worker();
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (!supported_kind(kind)) return CUPTI_ERROR_NOT_COMPATIBLE;
+  g_activity[kind == CUPTI_ACTIVITY_KIND_KERNEL ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : kind].store(false);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  if (!buffer || !record) return CUPTI_ERROR_INVALID_PARAMETER;
+  size_t offset = 0;
+  if (*record) {
+    auto* current = reinterpret_cast<uint8_t*>(*record);
+    size_t size = record_size((*record)->kind);
+    if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+    offset = size_t(current - buffer) + size;
+  }
+  if (offset + sizeof(CUpti_Activity) > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  auto* next = reinterpret_cast<CUpti_Activity*>(buffer + offset);
+  size_t size = record_size(next->kind);
+  if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+  if (offset + size > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = next;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+  pump(true);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms) {
+  g_flush_period_ms.store(ms);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  if (!dropped) return CUPTI_ERROR_INVALID_PARAMETER;
+  *dropped = g_dropped.load();
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable) {
+  g_latency_timestamps = enable != 0;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback) {
+  g_timestamp_cb.store(callback);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
+  if (!timestamp) return CUPTI_ERROR_INVALID_PARAMETER;
+  *timestamp = now_ns() + uint64_t(clock_offset());
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  g_thread_id_type = type;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
+  if (!type) return CUPTI_ERROR_INVALID_PARAMETER;
+  *type = g_thread_id_type;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetContextId(CUcontext context, uint32_t* id) {
+  if (!context || !id) return CUPTI_ERROR_INVALID_PARAMETER;
+  CUcontext current = nullptr;
+  for (int d = 0; d < simcuda::device_count(); ++d)
+    if (simcuda::primary_context(d) == context) *id = uint32_t(d + 1), current = context;
+  return current ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_CONTEXT;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t* device) {
+  uint32_t id = 0;
+  CUptiResult r = cuptiGetContextId(context, &id);
+  if (r == CUPTI_SUCCESS) *device = id - 1;
+  return r;
+}
+
+CUPTI_EXPORT CUptiResult cuptiFinalize(void) {
+  // Everything finished is handed over first; then CUPTI detaches from the process: no subscriber,
+  // no enabled activity, nothing left traced. A later cuptiSubscribe attaches again.
+  pump(true);
+  {
+    std::lock_guard<std::mutex> lock(g_subscribe_mu);
+    g_subscriber.store(nullptr);
+  }
+  for (auto& a : g_activity) a.store(false);
+  simcuda::forget_traced();
+  simcuda::set_cupti_sink(nullptr);
+  return CUPTI_SUCCESS;
+}

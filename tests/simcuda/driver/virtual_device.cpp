@@ -1,0 +1,405 @@
+// The virtual device: streams, events and the op log, with device times computed, not slept.
+//
+// Every op's device interval follows from what it waits for: start = max(handed over + launch
+// latency, end of the previous op on its stream, legacy default stream ordering, the event a
+// stream-wait marker waits for); end = start + duration. Streams therefore run concurrently and in
+// order, on CLOCK_MONOTONIC, without a thread per stream. Only NCCL kernels need more: their end
+// depends on when the other ranks' kernels start, which another process decides later. Such ops
+// (and everything after them on their stream) stay unresolved until every rank has published its
+// start; a device thread keeps resolving them while any are pending, as a real GPU keeps running
+// while the host does something else.
+//
+// Lock: DeviceState::mu guards everything below. It is never held while sleeping, while a CUPTI
+// callback runs, or while calling into another library, except CuptiSink::activity_enabled (an
+// atomic read in libcupti, which never calls back into the driver).
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include <cuda_runtime_api.h>
+
+#include "sim_driver.h"
+#include "sim_driver_state.h"
+
+namespace simcuda {
+
+struct Stream {
+  int device = 0;
+  uint64_t id = 0;
+  unsigned flags = 0;  // cudaStreamNonBlocking: does not order with the legacy default stream
+  bool legacy = false;
+  int64_t tail = -1;   // last op queued on it
+};
+
+struct Event {
+  int device = 0;
+  unsigned flags = 0;
+  uint32_t id = 0;
+  int64_t op = -1;  // the marker op of the last record
+};
+
+namespace {
+
+struct OpState {
+  std::vector<int64_t> deps;
+  uint64_t not_before = 0;
+  int64_t duration = 0;
+  std::unique_ptr<Rendezvous> rendezvous;
+  bool published = false;
+  bool resolved = false;
+  bool traced = false;
+  bool delivered = false;
+  uint32_t graph_id = 0;
+};
+
+struct DeviceState {
+  std::mutex mu;
+  std::condition_variable work_pending;  // wakes the device thread
+  std::vector<SimDeviceOp> ops;
+  std::vector<OpState> states;
+  uint64_t first_unresolved = 0;
+  std::vector<Stream*> streams;  // every live stream, legacy ones included
+  std::vector<Stream*> legacy;   // per device
+  std::vector<SyncRecord> syncs;
+  uint64_t next_stream_id = 13;  // CUPTI numbers created streams after the default one (7)
+  uint32_t next_event_id = 1;
+  bool device_thread_started = false;
+};
+
+// Never destroyed: the device thread and late CUPTI flushes may run while static destructors do.
+DeviceState& state() {
+  static DeviceState* s = new DeviceState;
+  return *s;
+}
+
+CUpti_ActivityKind activity_kind_of(uint32_t kind) {
+  switch (kind) {
+    case SIM_OP_KERNEL: return CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    case SIM_OP_MEMCPY: return CUPTI_ACTIVITY_KIND_MEMCPY;
+    case SIM_OP_MEMSET: return CUPTI_ACTIVITY_KIND_MEMSET;
+    default: return CUPTI_ACTIVITY_KIND_INVALID;
+  }
+}
+
+Stream* legacy_locked(DeviceState& s, int device) {
+  if (s.legacy.empty()) {
+    for (int d = 0; d < device_count(); ++d) {
+      auto* st = new Stream;
+      st->device = d;
+      st->id = 7;
+      st->legacy = true;
+      s.legacy.push_back(st);
+      s.streams.push_back(st);
+    }
+  }
+  return s.legacy.at(size_t(std::clamp(device, 0, int(s.legacy.size()) - 1)));
+}
+
+bool try_resolve(DeviceState& s, uint64_t i) {
+  OpState& st = s.states[i];
+  if (st.resolved) return true;
+  uint64_t start = st.not_before;
+  for (int64_t d : st.deps) {
+    if (!s.states[size_t(d)].resolved) return false;
+    start = std::max(start, s.ops[size_t(d)].end_ns);
+  }
+  uint64_t end = start + uint64_t(st.duration);
+  if (st.rendezvous) {
+    if (!st.published) {
+      st.rendezvous->publish(start);
+      st.published = true;
+    }
+    uint64_t latest = 0;
+    if (!st.rendezvous->collect(&latest)) return false;
+    // The kernel runs (spinning) from its own start until the last rank arrives, then does the
+    // transfer: a fast rank shows a long NCCL kernel, exactly as on real GPUs.
+    end = std::max(start, latest) + uint64_t(st.duration);
+  }
+  s.ops[i].start_ns = start;
+  s.ops[i].end_ns = end;
+  st.resolved = true;
+  return true;
+}
+
+void resolve_locked(DeviceState& s) {
+  for (uint64_t i = s.first_unresolved; i < s.ops.size(); ++i) try_resolve(s, i);
+  while (s.first_unresolved < s.ops.size() && s.states[s.first_unresolved].resolved) ++s.first_unresolved;
+}
+
+void device_thread_main() {
+  DeviceState& s = state();
+  std::unique_lock<std::mutex> lock(s.mu);
+  for (;;) {
+    resolve_locked(s);
+    if (s.first_unresolved < s.ops.size()) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+    } else {
+      s.work_pending.wait(lock);
+    }
+  }
+}
+
+// Blocks until every op in `ops` is resolved; returns the latest end (0 when `ops` is empty).
+uint64_t resolved_end(const std::vector<int64_t>& ops) {
+  DeviceState& s = state();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      resolve_locked(s);
+      uint64_t latest = 0;
+      bool all = true;
+      for (int64_t i : ops) {
+        if (i < 0) continue;
+        if (!s.states[size_t(i)].resolved) {
+          all = false;
+          break;
+        }
+        latest = std::max(latest, s.ops[size_t(i)].end_ns);
+      }
+      if (all) return latest;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+uint64_t wait_for(const std::vector<int64_t>& ops) {
+  uint64_t end = resolved_end(ops);
+  wait_until(end);
+  return end;
+}
+
+}  // namespace
+
+int64_t enqueue(const OpRequest& r) {
+  DeviceState& s = state();
+  const SimDeviceConfig& cfg = config();
+  const CuptiSink* sink = cupti_sink();
+  std::lock_guard<std::mutex> lock(s.mu);
+  Stream* stream = r.stream ? r.stream : legacy_locked(s, current_device());
+  uint64_t now = now_ns();
+  SimDeviceOp op{};
+  op.index = s.ops.size();
+  op.kind = r.kind;
+  op.device = uint32_t(stream->device);
+  op.stream = stream->id;
+  op.correlation_id = r.correlation_id;
+  op.tid = current_tid();
+  op.queued_ns = now;
+  op.bytes = r.bytes;
+  op.copy_kind = r.copy_kind;
+  op.src_kind = r.src_kind;
+  op.dst_kind = r.dst_kind;
+  op.is_async = r.is_async ? 1 : 0;
+  op.name = r.name ? r.name : "";
+
+  OpState st;
+  st.not_before = now + uint64_t(cfg.launch_latency_ns);
+  st.duration = std::max<int64_t>(0, r.duration_ns);
+  st.graph_id = r.graph_id;
+  if (stream->tail >= 0) st.deps.push_back(stream->tail);
+  if (stream->legacy) {
+    // The legacy default stream waits for all work queued on blocking streams before it.
+    for (Stream* other : s.streams)
+      if (other != stream && other->device == stream->device && !(other->flags & cudaStreamNonBlocking) &&
+          other->tail >= 0)
+        st.deps.push_back(other->tail);
+  } else if (!(stream->flags & cudaStreamNonBlocking)) {
+    // ...and blocking streams wait for the legacy default stream's work queued before.
+    Stream* leg = legacy_locked(s, stream->device);
+    if (leg->tail >= 0) st.deps.push_back(leg->tail);
+  }
+  if (r.wait_event && r.wait_event->op >= 0) st.deps.push_back(r.wait_event->op);
+  if (r.rendezvous) st.rendezvous.reset(r.rendezvous);
+  CUpti_ActivityKind ak = activity_kind_of(r.kind);
+  st.traced = ak != CUPTI_ACTIVITY_KIND_INVALID && sink && sink->activity_enabled && sink->activity_enabled(ak);
+
+  s.ops.push_back(op);
+  s.states.push_back(std::move(st));
+  stream->tail = int64_t(op.index);
+  resolve_locked(s);
+  if (r.rendezvous) {
+    if (!s.device_thread_started) {
+      s.device_thread_started = true;
+      std::thread(device_thread_main).detach();
+    }
+    s.work_pending.notify_one();
+  }
+  return int64_t(op.index);
+}
+
+uint64_t wait_op(int64_t op_index) { return wait_for({op_index}); }
+
+uint64_t wait_stream(Stream* stream) {
+  DeviceState& s = state();
+  int64_t tail;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!stream) stream = legacy_locked(s, current_device());
+    tail = stream->tail;
+  }
+  return wait_for({tail});
+}
+
+uint64_t wait_device(int device) {
+  DeviceState& s = state();
+  std::vector<int64_t> tails;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    legacy_locked(s, device);
+    for (Stream* st : s.streams)
+      if (st->device == device && st->tail >= 0) tails.push_back(st->tail);
+  }
+  return wait_for(tails);
+}
+
+bool op_done(int64_t op_index) {
+  if (op_index < 0) return true;
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  resolve_locked(s);
+  return s.states[size_t(op_index)].resolved && s.ops[size_t(op_index)].end_ns <= now_ns();
+}
+
+bool stream_done(Stream* stream) {
+  int64_t tail;
+  {
+    DeviceState& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!stream) stream = legacy_locked(s, current_device());
+    tail = stream->tail;
+  }
+  return op_done(tail);
+}
+
+Stream* create_stream(int device, unsigned flags) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  legacy_locked(s, device);
+  auto* st = new Stream;
+  st->device = device;
+  st->flags = flags;
+  st->id = s.next_stream_id++;
+  s.streams.push_back(st);
+  return st;
+}
+
+void destroy_stream(Stream* stream) {
+  if (!stream || stream->legacy) return;
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  // Work already queued still runs (as cudaStreamDestroy documents); the ops keep their deps by
+  // index, so the Stream object itself can go. It is kept alive in case a handle is reused in error.
+  s.streams.erase(std::remove(s.streams.begin(), s.streams.end(), stream), s.streams.end());
+}
+
+uint64_t stream_id(Stream* stream) {
+  if (stream) return stream->id;
+  return 7;
+}
+
+int stream_device(Stream* stream) { return stream ? stream->device : current_device(); }
+
+Stream* legacy_stream(int device) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return legacy_locked(s, device);
+}
+
+Stream* per_thread_stream(int device) {
+  // One blocking stream per thread and device, created on first use, like cudaStreamPerThread.
+  static thread_local std::vector<Stream*> mine;
+  if (mine.size() <= size_t(device)) mine.resize(size_t(device) + 1, nullptr);
+  if (!mine[size_t(device)]) mine[size_t(device)] = create_stream(device, 0);
+  return mine[size_t(device)];
+}
+
+Stream* resolve_stream(void* handle, int device) {
+  if (handle == nullptr || handle == reinterpret_cast<void*>(cudaStreamLegacy)) return legacy_stream(device);
+  if (handle == reinterpret_cast<void*>(cudaStreamPerThread)) return per_thread_stream(device);
+  return static_cast<Stream*>(handle);
+}
+
+Event* create_event(int device, unsigned flags) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto* e = new Event;
+  e->device = device;
+  e->flags = flags;
+  e->id = s.next_event_id++;
+  return e;
+}
+
+void destroy_event(Event* event) { delete event; }
+
+void record_event(Event* event, int64_t marker_op_index) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  event->op = marker_op_index;
+}
+
+int64_t event_op(const Event* event) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return event->op;
+}
+
+uint32_t event_id(const Event* event) { return event->id; }
+
+void add_sync_record(const SyncRecord& record) {
+  // Traced only while CUPTI has the kind enabled, like every other record.
+  const CuptiSink* sink = cupti_sink();
+  if (!sink || !sink->activity_enabled || !sink->activity_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return;
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.syncs.push_back(record);
+}
+
+void collect_completed(uint64_t now, uint64_t* op_cursor, uint64_t* sync_cursor, Completed* out) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  resolve_locked(s);
+  bool prefix = true;  // the cursor only moves past ops that need nothing more
+  for (uint64_t i = *op_cursor; i < s.ops.size(); ++i) {
+    OpState& st = s.states[i];
+    bool settled = !st.traced || st.delivered;
+    if (!settled && st.resolved && s.ops[i].end_ns <= now) {
+      out->ops.push_back(s.ops[i]);
+      out->op_graph_ids.push_back(st.graph_id);
+      st.delivered = true;
+      settled = true;
+    }
+    if (prefix && settled) *op_cursor = i + 1;
+    else prefix = false;
+  }
+  for (uint64_t i = *sync_cursor; i < s.syncs.size(); ++i) out->syncs.push_back(s.syncs[i]);
+  *sync_cursor = s.syncs.size();
+}
+
+void forget_traced() {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (auto& st : s.states) st.traced = false;
+}
+
+const char* intern(const std::string& text) {
+  static std::mutex mu;
+  static auto* names = new std::unordered_set<std::string>;
+  std::lock_guard<std::mutex> lock(mu);
+  return names->insert(text).first->c_str();
+}
+
+}  // namespace simcuda
+
+extern "C" SIMCUDA_EXPORT size_t simcuda_device_ops(const SimDeviceOp** first) {
+  auto& s = simcuda::state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  simcuda::resolve_locked(s);
+  *first = s.ops.data();
+  return s.ops.size();
+}

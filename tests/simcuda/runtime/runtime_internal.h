@@ -1,0 +1,51 @@
+// Shared by the simulated runtime's files: traced-call helpers, the kernel and memory registries.
+#pragma once
+
+#include <cuda_runtime_api.h>
+// cupti.h (through sim_driver.h) brings the runtime and driver params structs of the callbacks.
+
+#include "../driver/sim_driver.h"
+
+namespace simcuda::runtime {
+
+cudaError_t record_error(cudaError_t error);  // sets the thread's last error when not success
+
+// Runs `body(scope)` as one traced runtime call: initialises the driver (cuInit's injection) and
+// the context first, as the first call of a real runtime does.
+template <class Body>
+cudaError_t traced(CUpti_CallbackId cbid, const char* name, SimCallKind kind, const void* params, Body&& body,
+                   const char* symbol = nullptr) {
+  ensure_initialized();
+  primary_context(current_device());
+  cudaError_t ret = cudaSuccess;
+  ApiScope scope(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, name, kind, params, &ret, symbol);
+  ret = body(scope);
+  scope.finish();
+  return record_error(ret);
+}
+
+// The driver call a runtime call makes underneath: fires the driver-domain callbacks, nested.
+template <class Body>
+CUresult driver_call(CUpti_CallbackId cbid, const char* name, SimCallKind kind, const void* params, Body&& body,
+                     const char* symbol = nullptr) {
+  CUresult ret = CUDA_SUCCESS;
+  ApiScope scope(CUPTI_CB_DOMAIN_DRIVER_API, cbid, name, kind, params, &ret, symbol);
+  ret = body(scope);
+  scope.finish();
+  return ret;
+}
+
+// A registered kernel; what cudaKernel_t points to in the simulator.
+struct Kernel {
+  const void* host_stub;
+  const char* name;  // mangled device name
+};
+const Kernel* kernel_for_stub(const void* host_stub);
+
+// Stream capture (CUDA graphs): a launch on a capturing stream becomes a node instead of work.
+bool capture_if_active(Stream* stream, const OpRequest& request);
+
+// Memory: what a pointer is, for copy kinds and pageable/pinned.
+SimMemKind memory_kind(const void* ptr);
+
+}  // namespace simcuda::runtime
