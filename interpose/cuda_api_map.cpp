@@ -1,0 +1,231 @@
+#include "cuda_api_map.h"
+
+namespace gapwatch {
+namespace {
+
+uint8_t copy_kind_of(cudaMemcpyKind kind) {
+  switch (kind) {
+    case cudaMemcpyHostToDevice: return copy_kind::kH2D;
+    case cudaMemcpyDeviceToHost: return copy_kind::kD2H;
+    case cudaMemcpyDeviceToDevice: return copy_kind::kD2D;
+    case cudaMemcpyHostToHost: return copy_kind::kH2H;
+    default: return copy_kind::kUnknown;  // cudaMemcpyDefault: the activity record tells
+  }
+}
+
+// A synchronous copy waits for the device except D2D, and H2D of 64 KiB or less (CUDA runtime
+// documentation, "API synchronization behavior"). Async copies wait only on pageable memory,
+// which the API call cannot tell: the analysis joins the copy's activity record for that.
+void sync_copy(RawEvent* e, uint8_t kind, uint64_t bytes) {
+  e->kind = api_kind::kMemcpy;
+  e->copy_kind = kind;
+  e->bytes = bytes;
+  bool blocks = kind == copy_kind::kD2H || kind == copy_kind::kH2H || (kind == copy_kind::kH2D && bytes > kSmallH2DBytes);
+  if (blocks) e->flags |= kFlagBlocked;
+}
+
+void set(RawEvent* e, uint8_t kind, bool blocked = false) {
+  e->kind = kind;
+  if (blocked) e->flags |= kFlagBlocked;
+}
+
+bool classify_runtime(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+      return set(e, api_kind::kLaunch), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+      return set(e, api_kind::kGraphLaunch), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
+      auto* q = static_cast<const cudaMemcpy_v3020_params*>(p);
+      if (q) sync_copy(e, copy_kind_of(q->kind), q->count);
+      else set(e, api_kind::kMemcpy);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
+      auto* q = static_cast<const cudaMemcpyAsync_v3020_params*>(p);
+      e->kind = api_kind::kMemcpyAsync;
+      if (q) e->copy_kind = copy_kind_of(q->kind), e->bytes = q->count;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
+      return set(e, api_kind::kMemcpy), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000:
+      return set(e, api_kind::kMemcpyAsync), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020: {
+      auto* q = static_cast<const cudaMemset_v3020_params*>(p);
+      set(e, api_kind::kMemset);
+      if (q) e->bytes = q->count;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000: {
+      auto* q = static_cast<const cudaMemsetAsync_v3020_params*>(p);
+      set(e, api_kind::kMemsetAsync);
+      if (q) e->bytes = q->count;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+      return set(e, api_kind::kDeviceSync, true), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+      return set(e, api_kind::kStreamSync, true), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+      return set(e, api_kind::kEventSync, true), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000:
+      return set(e, api_kind::kEventRecord), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000:
+      return set(e, api_kind::kStreamWaitEvent), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
+      auto* q = static_cast<const cudaMalloc_v3020_params*>(p);
+      set(e, api_kind::kMalloc, true);
+      if (q) e->bytes = q->size;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: {
+      auto* q = static_cast<const cudaFree_v3020_params*>(p);
+      set(e, api_kind::kFree, !q || q->devPtr != nullptr);  // cudaFree(0) only makes the context
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
+      auto* q = static_cast<const cudaMallocHost_v3020_params*>(p);
+      set(e, api_kind::kHostAlloc);
+      if (q) e->bytes = q->size;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
+      auto* q = static_cast<const cudaHostAlloc_v3020_params*>(p);
+      set(e, api_kind::kHostAlloc);
+      if (q) e->bytes = q->size;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
+      return set(e, api_kind::kHostFree, true), true;
+    default:
+      return false;
+  }
+}
+
+bool classify_driver(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      return set(e, api_kind::kLaunch), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      return set(e, api_kind::kGraphLaunch), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2: {
+      auto* q = static_cast<const cuMemcpyHtoD_v2_params*>(p);
+      sync_copy(e, copy_kind::kH2D, q ? q->ByteCount : 0);
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2: {
+      auto* q = static_cast<const cuMemcpyDtoH_v2_params*>(p);
+      sync_copy(e, copy_kind::kD2H, q ? q->ByteCount : 0);
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2: {
+      auto* q = static_cast<const cuMemcpyDtoD_v2_params*>(p);
+      sync_copy(e, copy_kind::kD2D, q ? q->ByteCount : 0);
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+      return set(e, api_kind::kMemcpy), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+      return e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kH2D, true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+      return e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kD2H, true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+      return e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kD2D, true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+      return set(e, api_kind::kMemcpyAsync), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+      return set(e, api_kind::kMemset), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+      return set(e, api_kind::kMemsetAsync), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+      return set(e, api_kind::kDeviceSync, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+      return set(e, api_kind::kStreamSync, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+      return set(e, api_kind::kEventSync, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+      return set(e, api_kind::kMalloc, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      return set(e, api_kind::kFree, true), true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, RawEvent* e) {
+  e->domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? api_domain::kRuntime : api_domain::kDriver;
+  e->cbid = cbid;
+  return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? classify_runtime(cbid, params, e) : classify_driver(cbid, params, e);
+}
+
+const CUpti_CallbackId kRecordedRuntimeCbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUpti_CallbackId(0)};
+
+const CUpti_CallbackId kRecordedDriverCbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUpti_CallbackId(0)};
+
+}  // namespace gapwatch

@@ -1,0 +1,25 @@
+// cuda_api_map.h: what a CUDA API call is, from its CUPTI callback id and params.
+//
+// Shared by the CUPTI probe (which gets the params CUPTI passes) and the symbol hooks (which build
+// the same params structs), so both modes classify a call identically. Must stay cheap: it runs on
+// the user's thread for every recorded call (a switch and a few loads).
+#pragma once
+
+#include <cupti.h>
+
+#include "raw_event.h"
+
+namespace gapwatch {
+
+// Fills kind, copy_kind, bytes and the blocked flag of `event` for a call of `cbid` in `domain`.
+// Returns false for calls gapwatch does not record.
+bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, RawEvent* event);
+
+// The callback ids gapwatch enables, per domain (0-terminated lists).
+extern const CUpti_CallbackId kRecordedRuntimeCbids[];
+extern const CUpti_CallbackId kRecordedDriverCbids[];
+
+// The runtime makes synchronous host-to-device copies of this size or less asynchronous.
+inline constexpr uint64_t kSmallH2DBytes = 64 * 1024;
+
+}  // namespace gapwatch

@@ -1,0 +1,119 @@
+// The two ways in, and the way out.
+//
+//  - CUDA_INJECTION64_PATH: the driver loads this library during cuInit and calls
+//    InitializeInjection, once per process that uses CUDA.
+//  - LD_PRELOAD: the constructor only points CUDA_INJECTION64_PATH at this library (when unset), so
+//    the driver takes the same path; and the symbol hooks are in place. A process that never
+//    initialises CUDA (a shell, a compiler, a DataLoader worker) gets no thread, no file, no output.
+//  - Exit: an atexit handler flushes CUPTI, writes Goodbye and names the file on stderr.
+//  - fork: the child records nothing (its parent's threads and locks are not there).
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <string>
+
+#include "cupti_probe.h"
+#include "recorder.h"
+#include "settings.h"
+#include "symbol_hooks.h"
+
+namespace gapwatch {
+
+std::atomic<bool> g_symbol_mode{false};
+std::atomic<bool> g_start_attempted{false};
+bool g_injection_is_us = false;
+thread_local bool RuntimeHookScope::t_inside_ = false;
+
+namespace {
+
+bool g_in_forked_child = false;
+
+// gapwatch.v1.Probe values.
+enum : uint32_t { kProbeRuntimeCallbacks = 1, kProbeDriverCallbacks = 2, kProbeActivity = 3, kProbeCudartHooks = 4,
+                  kProbeNcclHooks = 5 };
+
+std::string own_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ensure_started), &info) && info.dli_fname) return info.dli_fname;
+  return "";
+}
+
+// Whether the process resolves `name` to this library's definition (its hooks are in place).
+bool hook_in_place(const char* name, void* ours) { return ours && dlsym(RTLD_DEFAULT, name) == ours; }
+
+void on_exit() {
+  Recorder* recorder = Recorder::active();
+  if (!recorder || recorder->pid() != uint32_t(getpid())) return;
+  cupti_flush();
+  recorder->finish(1 /* EXIT_REASON_NORMAL */);
+}
+
+void on_fork_child() {
+  g_in_forked_child = true;
+  if (Recorder* recorder = Recorder::active()) recorder->abandon_in_child();
+}
+
+}  // namespace
+
+void ensure_started() {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (g_start_attempted.load(std::memory_order_acquire)) return;
+  Settings settings = read_settings();
+  if (settings.disabled || g_in_forked_child) {
+    g_start_attempted.store(true, std::memory_order_release);
+    return;
+  }
+  CuptiAttach cupti;
+  if (settings.symbols_only) cupti.why_not = "CUPTI not used (GAPWATCH_PROBES=symbols)";
+  else cupti = cupti_attach(settings);
+
+  std::vector<uint32_t> probes;
+  void* self = dlopen(own_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  bool cudart_hooked = self && hook_in_place("cudaLaunchKernel", dlsym(self, "cudaLaunchKernel"));
+  bool nccl_hooked = self && hook_in_place("ncclAllReduce", dlsym(self, "ncclAllReduce"));
+  if (self) dlclose(self);
+  if (cupti.ok) probes = {kProbeRuntimeCallbacks, kProbeDriverCallbacks, kProbeActivity};
+  else if (cudart_hooked) probes = {kProbeCudartHooks};
+  if (nccl_hooked) probes.push_back(kProbeNcclHooks);
+
+  Recorder* recorder = Recorder::start(settings, probes, cupti.version, cupti.ok ? "" : cupti.why_not);
+  if (recorder) {
+    if (cupti.ok) {
+      cupti_enable();
+    } else {
+      g_symbol_mode.store(true, std::memory_order_release);
+      log_line(settings, LogLevel::kWarn, "%s; recording %s", cupti.why_not.c_str(),
+               cudart_hooked ? "host-side runtime calls only (no device timestamps)"
+                             : "nothing but NCCL calls (preload libgapwatch.so to hook the runtime)");
+    }
+    atexit(on_exit);
+  }
+  g_start_attempted.store(true, std::memory_order_release);
+}
+
+}  // namespace gapwatch
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  gapwatch::ensure_started();
+  return 1;  // what NVIDIA's samples and Kineto return
+}
+
+__attribute__((constructor)) static void gapwatch_on_load() {
+  using namespace gapwatch;
+  if (disabled_by_environment()) return;
+  std::string self = own_path();
+  const char* injection = getenv("CUDA_INJECTION64_PATH");
+  if (!injection || !*injection) {
+    if (!self.empty()) setenv("CUDA_INJECTION64_PATH", self.c_str(), 0);
+    g_injection_is_us = !self.empty();
+  } else {
+    char a[4096], b[4096];
+    g_injection_is_us = realpath(injection, a) && realpath(self.c_str(), b) && strcmp(a, b) == 0;
+  }
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+}

@@ -1,0 +1,59 @@
+// event_ring.h: one thread's single-producer, single-consumer ring of RawEvents.
+//
+// The producer is the user's thread (a CUPTI callback or a symbol hook): push() is a bounded,
+// wait-free copy into a preallocated slot and one release store. It never allocates, locks or
+// makes a system call; a full ring drops the event and counts it. The consumer is the flusher
+// thread only.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "raw_event.h"
+
+namespace gapwatch {
+
+class EventRing {
+ public:
+  // `slots` is preallocated by the flusher; capacity must be a power of two.
+  EventRing(RawEvent* slots, size_t capacity) : slots_(slots), mask_(capacity - 1) {}
+
+  // Producer side.
+  bool push(const RawEvent& e) {
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    uint64_t tail = tail_.load(std::memory_order_acquire);
+    if (head - tail > mask_) {
+      dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return false;
+    }
+    slots_[head & mask_] = e;
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer side: calls f(event) for everything published so far; returns how many.
+  template <class F>
+  size_t drain(F&& f) {
+    uint64_t tail = tail_.load(std::memory_order_relaxed);
+    uint64_t head = head_.load(std::memory_order_acquire);
+    for (uint64_t i = tail; i != head; ++i) f(slots_[i & mask_]);
+    tail_.store(head, std::memory_order_release);
+    return size_t(head - tail);
+  }
+
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Set by the producer when it claims the ring; cleared by the flusher when it recycles it.
+  std::atomic<uint32_t> owner_tid{0};
+  std::atomic<bool> owner_gone{false};  // the thread exited: drain, then recycle
+  bool registered = false;              // in the recorder's list (flusher and claimer only)
+
+ private:
+  RawEvent* slots_;
+  uint64_t mask_;
+  alignas(64) std::atomic<uint64_t> head_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  alignas(64) std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace gapwatch

@@ -1,0 +1,284 @@
+#include "recorder.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <unordered_map>
+
+#include "process_info.h"
+
+namespace gapwatch {
+
+std::atomic<Recorder*> Recorder::active_{nullptr};
+thread_local EventRing* Recorder::t_ring_ = nullptr;
+thread_local bool Recorder::t_internal_ = false;
+
+namespace {
+
+constexpr auto kFlushPeriod = std::chrono::milliseconds(50);
+constexpr uint32_t kDropSourceThreadRing = 1;
+constexpr uint32_t kDropSourceCupti = 2;
+constexpr uint32_t kDropSourceTransport = 3;
+
+pthread_key_t g_ring_key;
+
+// Runs when a thread that claimed a ring exits: the flusher drains the ring, then recycles it.
+void on_thread_exit(void* ring) { static_cast<EventRing*>(ring)->owner_gone.store(true, std::memory_order_release); }
+
+size_t round_down_pow2(size_t n) {
+  size_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+Recorder::Recorder(const Settings& settings)
+    : settings_(settings),
+      pid_(uint32_t(getpid())),
+      ring_capacity_(round_down_pow2(std::max<size_t>(settings.ring_bytes / sizeof(RawEvent), 64))) {}
+
+Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes, uint32_t cupti_version,
+                          const std::string& cupti_note) {
+  static std::mutex start_mu;
+  std::lock_guard<std::mutex> lock(start_mu);
+  if (Recorder* r = active()) return r;
+  auto* r = new Recorder(settings);  // lives until the process exits: threads may still hold it
+  bool open = !settings.socket_path.empty() && r->sink_.connect_socket(settings.socket_path);
+  if (!open) {
+    std::string path = settings.output_path.empty() ? default_output_name() : settings.output_path;
+    open = r->sink_.open_file(path);
+    if (!open) {
+      log_line(settings, LogLevel::kWarn, "cannot write the recording %s: %s; not recording", path.c_str(),
+               strerror(errno));
+      return nullptr;
+    }
+  }
+  HelloInfo hello;
+  fill_process_info(&hello);
+  hello.probes = std::move(probes);
+  hello.cupti_version = cupti_version;
+  hello.cupti_unavailable = cupti_note;
+  r->encoder_.hello(hello, r->frame_);
+  if (!r->sink_.write(r->frame_)) {
+    log_line(settings, LogLevel::kWarn, "cannot write the recording %s; not recording", r->sink_.path().c_str());
+    return nullptr;
+  }
+  pthread_key_create(&g_ring_key, on_thread_exit);
+  r->top_up_spares();
+  r->flusher_ = std::thread(&Recorder::flusher_main, r);
+  active_.store(r, std::memory_order_release);
+  return r;
+}
+
+void Recorder::mark_internal_thread() { t_internal_ = true; }
+
+EventRing* Recorder::new_ring() {
+  auto* slots = new RawEvent[ring_capacity_];
+  return new EventRing(slots, ring_capacity_);
+}
+
+void Recorder::top_up_spares() {
+  for (auto& spare : spares_)
+    if (!spare.load(std::memory_order_relaxed)) spare.store(new_ring(), std::memory_order_release);
+}
+
+EventRing* Recorder::claim_ring() {
+  if (t_internal_) return nullptr;
+  EventRing* ring = nullptr;
+  for (auto& spare : spares_)
+    if ((ring = spare.exchange(nullptr, std::memory_order_acq_rel))) break;
+  if (!ring) {
+    // More new threads at once than spares: this event is lost (counted); the flusher tops up.
+    no_ring_drops_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  // Once per thread: its id (a system call) and its exit notification.
+  ring->owner_tid.store(uint32_t(syscall(SYS_gettid)), std::memory_order_relaxed);
+  if (!ring->registered) {
+    size_t index = ring_count_.fetch_add(1, std::memory_order_acq_rel);
+    if (index >= kMaxRings) {
+      no_ring_drops_.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    ring->registered = true;
+    rings_[index].store(ring, std::memory_order_release);
+  }
+  pthread_setspecific(g_ring_key, ring);
+  t_ring_ = ring;
+  return ring;
+}
+
+void Recorder::add_activities(const RawEvent* events, size_t count) {
+  std::lock_guard<std::mutex> lock(activity_mu_);
+  activities_.insert(activities_.end(), events, events + count);
+}
+
+void Recorder::note_nccl_comm(uint64_t comm, int32_t rank, int32_t nranks) {
+  std::lock_guard<std::mutex> lock(comm_mu_);
+  for (auto& c : comms_)
+    if (c.handle == comm) {
+      if (nranks > 0) c.rank = rank, c.nranks = nranks;
+      return;
+    }
+  comms_.push_back({comm, rank, nranks});
+}
+
+void Recorder::flusher_main() {
+  mark_internal_thread();
+  // The user's signal handlers must never run on this thread.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_setname_np(pthread_self(), "gapwatch-flush");
+  std::unique_lock<std::mutex> lock(flusher_mu_);
+  while (!stopping_) {
+    flusher_wake_.wait_for(lock, kFlushPeriod);
+    if (stopping_) break;
+    lock.unlock();
+    flush_once(false);
+    top_up_spares();
+    lock.lock();
+  }
+}
+
+void Recorder::flush_once(bool final) {
+  BatchContent& b = batch_;
+  b.strings.clear();
+  b.api_calls.clear();
+  b.nccl_calls.clear();
+  b.nccl_ranks.clear();
+  b.drops.clear();
+  static thread_local std::unordered_map<const char*, uint32_t> api_names;  // flusher/exit thread only
+  std::vector<Comm> comms;
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    comms = comms_;
+  }
+  size_t n = std::min(ring_count_.load(std::memory_order_acquire), kMaxRings);
+  if (ring_drops_sent_.size() < n) ring_drops_sent_.resize(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    EventRing* ring = rings_[i].load(std::memory_order_acquire);
+    if (!ring) continue;
+    bool gone = ring->owner_gone.load(std::memory_order_acquire);
+    ring->drain([&](const RawEvent& e) {
+      if (e.type == EventType::kApiCall) {
+        RawEvent copy = e;
+        auto [it, inserted] = api_names.try_emplace(e.api_name, 0);
+        if (inserted) it->second = e.api_name ? strings_.intern(string_kind::kApiName, e.api_name) : 0;
+        copy.peer = int32_t(it->second);
+        b.api_calls.push_back(copy);
+      } else if (e.type == EventType::kNcclCall) {
+        // Communicators travel as small ids (their order of first appearance), with their rank.
+        RawEvent copy = e;
+        NcclRankInfo info;
+        size_t k = 0;
+        while (k < comms.size() && comms[k].handle != e.correlation) ++k;
+        if (k == comms.size()) {
+          note_nccl_comm(e.correlation, -1, 0);
+          comms.push_back({e.correlation, -1, 0});
+        }
+        info = {comms[k].rank, comms[k].nranks};
+        copy.correlation = e.correlation ? k + 1 : 0;
+        b.nccl_calls.push_back(copy);
+        b.nccl_ranks.push_back(info);
+      }
+    });
+    uint64_t dropped = ring->dropped();
+    if (dropped != ring_drops_sent_[i]) {
+      b.drops.push_back({kDropSourceThreadRing, ring->owner_tid.load(std::memory_order_relaxed), dropped});
+      ring_drops_sent_[i] = dropped;
+    }
+    if (gone && !final) {
+      // Drained after its thread exited: back to the spares if there is room, for the next thread.
+      ring->owner_gone.store(false, std::memory_order_relaxed);
+      for (auto& spare : spares_) {
+        EventRing* expected = nullptr;
+        if (spare.compare_exchange_strong(expected, ring, std::memory_order_acq_rel)) break;
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    b.activities.swap(activities_);
+    activities_.clear();
+  }
+  strings_.take_new(&b.strings);
+  uint64_t cupti_dropped = cupti_dropped_.load(std::memory_order_relaxed);
+  if (cupti_dropped != cupti_dropped_sent_) {
+    b.drops.push_back({kDropSourceCupti, 0, cupti_dropped});
+    cupti_dropped_sent_ = cupti_dropped;
+  }
+  if (uint64_t lost = no_ring_drops_.load(std::memory_order_relaxed)) b.drops.push_back({kDropSourceThreadRing, 0, lost});
+  if (undelivered_) b.drops.push_back({kDropSourceTransport, 0, undelivered_});
+  size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size();
+  if (events == 0 && b.strings.empty() && b.drops.empty()) return;
+  b.sequence = sequence_;
+  frame_.clear();
+  encoder_.batch(b, frame_);
+  if (sink_.write(frame_)) {
+    ++sequence_;
+    totals_[size_t(EventType::kApiCall)] += b.api_calls.size();
+    totals_[size_t(EventType::kActivity)] += b.activities.size();
+    totals_[size_t(EventType::kNcclCall)] += b.nccl_calls.size();
+  } else {
+    undelivered_ += events;
+  }
+}
+
+void Recorder::finish(uint32_t exit_reason) {
+  if (finished_.exchange(true)) return;
+  active_.store(nullptr, std::memory_order_release);  // the hooks stop recording from here on
+  {
+    std::lock_guard<std::mutex> lock(flusher_mu_);
+    stopping_ = true;
+  }
+  flusher_wake_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  flush_once(true);
+  GoodbyeInfo g;
+  g.end_time_ns = monotonic_ns();
+  g.exit_reason = exit_reason;
+  g.batches = sequence_;
+  g.api_calls = totals_[size_t(EventType::kApiCall)];
+  g.activities = totals_[size_t(EventType::kActivity)];
+  g.nccl_calls = totals_[size_t(EventType::kNcclCall)];
+  uint64_t ring_drops = no_ring_drops_.load();
+  size_t n = std::min(ring_count_.load(), kMaxRings);
+  for (size_t i = 0; i < n; ++i)
+    if (EventRing* ring = rings_[i].load()) {
+      ring_drops += ring->dropped();
+      if (ring->dropped()) g.drops.push_back({kDropSourceThreadRing, ring->owner_tid.load(), ring->dropped()});
+    }
+  g.events_dropped = ring_drops + undelivered_;
+  g.cupti_records_dropped = cupti_dropped_.load();
+  if (g.cupti_records_dropped) g.drops.push_back({kDropSourceCupti, 0, g.cupti_records_dropped});
+  frame_.clear();
+  encoder_.goodbye(g, frame_);
+  bool written = sink_.write(frame_);
+  sink_.close();
+  uint64_t total = g.api_calls + g.activities + g.nccl_calls;
+  if (sink_.is_socket()) {
+    log_line(settings_, LogLevel::kWarn, "streamed %llu events to the collector at %s", (unsigned long long)total,
+             sink_.path().c_str());
+  } else if (written) {
+    const std::string& path = sink_.path();
+    if (g.events_dropped || g.cupti_records_dropped)
+      log_line(settings_, LogLevel::kWarn, "recorded %llu events (%llu lost) to %s; report: gapwatch report %s",
+               (unsigned long long)total, (unsigned long long)(g.events_dropped + g.cupti_records_dropped),
+               path.c_str(), path.c_str());
+    else
+      log_line(settings_, LogLevel::kWarn, "recorded %llu events to %s; report: gapwatch report %s",
+               (unsigned long long)total, path.c_str(), path.c_str());
+  } else {
+    log_line(settings_, LogLevel::kWarn, "could not finish the recording %s (%s): it ends early",
+             sink_.path().c_str(), strerror(errno));
+  }
+}
+
+}  // namespace gapwatch

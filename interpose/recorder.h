@@ -1,0 +1,119 @@
+// recorder.h: the one small core every probe writes into.
+//
+// Threads and ownership:
+//  - user threads (CUPTI callbacks, symbol hooks) call record(): it copies the event into the
+//    thread's own ring. A thread's first event claims a ring the flusher allocated in advance (and
+//    reads the thread id, once); after that: no allocation, no lock, no system call.
+//  - CUPTI's buffer thread calls add_activities() and interns kernel names (both take a mutex).
+//  - the flusher thread drains the rings and the activity queue every kFlushPeriod, encodes one
+//    batch frame and writes it; it also tops up the spare rings.
+//  - the exit path (atexit, or a context being destroyed) calls finish() once.
+// Lock order: activity_mu_ and the interner's mutex are never held together.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "event_ring.h"
+#include "frame_encoder.h"
+#include "output_sink.h"
+#include "settings.h"
+#include "string_interner.h"
+
+namespace gapwatch {
+
+class Recorder {
+ public:
+  // The recorder while recording, else nullptr: one acquire load on the hot path.
+  static Recorder* active() { return active_.load(std::memory_order_acquire); }
+
+  // Starts recording (idempotent): opens the output, writes Hello, starts the flusher. `probes`
+  // are gapwatch.v1.Probe values; `cupti_note` says why CUPTI is not in use, when it is not.
+  static Recorder* start(const Settings& settings, std::vector<uint32_t> probes, uint32_t cupti_version,
+                         const std::string& cupti_note);
+
+  // Hot path: this thread's ring. Safe from any thread but the library's own.
+  void record(const RawEvent& event) {
+    EventRing* ring = t_ring_;
+    if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
+    if (ring) ring->push(event);
+  }
+
+  // CUPTI's buffer thread: decoded device activities.
+  void add_activities(const RawEvent* events, size_t count);
+  uint32_t intern(uint32_t kind, std::string_view text) { return strings_.intern(kind, text); }
+  void set_cupti_dropped(uint64_t total) { cupti_dropped_.store(total, std::memory_order_relaxed); }
+  // NCCL communicators: id and rank, filled at communicator init (not a hot path).
+  void note_nccl_comm(uint64_t comm, int32_t rank, int32_t nranks);
+
+  // Flushes what is left, writes Goodbye, closes, says where the recording is. Once.
+  void finish(uint32_t exit_reason);
+  // In a forked child: forget everything without touching threads or locks (they are the parent's).
+  void abandon_in_child() { active_.store(nullptr, std::memory_order_release); }
+
+  uint32_t pid() const { return pid_; }
+  const Settings& settings() const { return settings_; }
+
+  // Marks the calling thread as the library's own: its events are never recorded.
+  static void mark_internal_thread();
+  static bool on_internal_thread() { return t_internal_; }
+
+ private:
+  explicit Recorder(const Settings& settings);
+  EventRing* claim_ring();
+  void flusher_main();
+  void flush_once(bool final);
+  void top_up_spares();
+  EventRing* new_ring();
+
+  static std::atomic<Recorder*> active_;
+  static thread_local EventRing* t_ring_ __attribute__((tls_model("initial-exec")));
+  static thread_local bool t_internal_ __attribute__((tls_model("initial-exec")));
+
+  static constexpr size_t kMaxRings = 1024;
+  static constexpr size_t kSpares = 8;
+
+  Settings settings_;
+  uint32_t pid_;
+  size_t ring_capacity_;
+  std::atomic<EventRing*> spares_[kSpares] = {};
+  std::atomic<EventRing*> rings_[kMaxRings] = {};
+  std::atomic<size_t> ring_count_{0};
+  std::atomic<uint64_t> no_ring_drops_{0};  // events of threads that found no spare ring
+
+  std::mutex activity_mu_;
+  std::vector<RawEvent> activities_;
+
+  std::mutex comm_mu_;
+  struct Comm {
+    uint64_t handle;
+    int32_t rank, nranks;
+  };
+  std::vector<Comm> comms_;
+
+  StringInterner strings_;
+  std::atomic<uint64_t> cupti_dropped_{0};
+
+  // Flusher state.
+  std::thread flusher_;
+  std::mutex flusher_mu_;
+  std::condition_variable flusher_wake_;
+  bool stopping_ = false;
+  OutputSink sink_;
+  FrameEncoder encoder_;
+  std::string frame_;
+  BatchContent batch_;
+  uint64_t sequence_ = 0;
+  uint64_t totals_[4] = {};  // by EventType
+  uint64_t undelivered_ = 0;  // events the sink could not take
+  std::vector<uint64_t> ring_drops_sent_;
+  uint64_t cupti_dropped_sent_ = 0;
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace gapwatch

@@ -1,0 +1,37 @@
+// settings.h: what the user can set through the environment, read once when recording starts.
+//
+//   GAPWATCH_DISABLE=1       do nothing at all
+//   GAPWATCH_OUTPUT=FILE     the recording (default ./gapwatch-<host>-<pid>.gwt)
+//   GAPWATCH_SOCKET=PATH     stream to a collector listening there instead (falls back to the file)
+//   GAPWATCH_RING_KB=N       per-thread ring size (default 1024 KiB)
+//   GAPWATCH_CUPTI_PATH=LIB  which libcupti to load
+//   GAPWATCH_PROBES=symbols  do not use CUPTI; symbol hooks only (for comparison and tests)
+//   GAPWATCH_LOG=off|warn|info   what the library says on stderr (default warn: one line at exit)
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace gapwatch {
+
+enum class LogLevel { kOff = 0, kWarn = 1, kInfo = 2 };
+
+struct Settings {
+  bool disabled = false;
+  std::string output_path;  // empty: the default name, made when recording starts
+  std::string socket_path;
+  size_t ring_bytes = 1024 * 1024;
+  std::string cupti_path;
+  bool symbols_only = false;
+  LogLevel log = LogLevel::kWarn;
+};
+
+Settings read_settings();
+// True when GAPWATCH_DISABLE asks for nothing; cheap, for the constructor.
+bool disabled_by_environment();
+
+// One line on stderr, prefixed "gapwatch: ", when the level allows (never on a user's hot path).
+void log_line(const Settings& settings, LogLevel level, const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+}  // namespace gapwatch

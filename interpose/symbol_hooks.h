@@ -1,0 +1,79 @@
+// symbol_hooks.h: what every LD_PRELOAD hook shares: finding the real function, and recording a
+// call when the hooks are the probe (CUPTI could not be had) or for NCCL, which CUPTI does not see.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+#include <cupti.h>
+
+#include "cuda_api_map.h"
+#include "process_info.h"
+#include "raw_event.h"
+#include "recorder.h"
+
+namespace gapwatch {
+
+// Set once recording starts: true when the runtime hooks are the probe (no CUPTI).
+extern std::atomic<bool> g_symbol_mode;
+// Whether recording has been started (or found impossible) in this process.
+extern std::atomic<bool> g_start_attempted;
+// Whether the driver will call our InitializeInjection (CUDA_INJECTION64_PATH names us).
+extern bool g_injection_is_us;
+void ensure_started();
+
+// The next definition of `name` after this library (the real one), resolved on first use.
+template <class F>
+F real_function(std::atomic<F>& cache, const char* name) {
+  F f = cache.load(std::memory_order_acquire);
+  if (__builtin_expect(f == nullptr, 0)) {
+    f = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+    cache.store(f, std::memory_order_release);
+  }
+  return f;
+}
+
+// One hooked runtime call. Costs one relaxed load when CUPTI is the probe; records the call (with
+// the same classification as the CUPTI probe) when the hooks are.
+class RuntimeHookScope {
+ public:
+  RuntimeHookScope() {
+    if (__builtin_expect(!g_start_attempted.load(std::memory_order_acquire), 0)) {
+      // Nobody will call InitializeInjection for us (another tool owns CUDA_INJECTION64_PATH):
+      // start here. Otherwise the driver starts us inside this very call.
+      if (!g_injection_is_us) ensure_started();
+      enter_ = monotonic_ns();
+    } else if (g_symbol_mode.load(std::memory_order_relaxed) && !t_inside_) {
+      enter_ = monotonic_ns();
+    }
+    if (enter_) t_inside_ = true, owner_ = true;
+  }
+  ~RuntimeHookScope() {
+    if (owner_) t_inside_ = false;
+  }
+  void finish(CUpti_CallbackId cbid, const void* params, const char* name, int result) {
+    if (!enter_ || !g_symbol_mode.load(std::memory_order_relaxed)) return;
+    Recorder* recorder = Recorder::active();
+    if (!recorder || Recorder::on_internal_thread()) return;
+    RawEvent e{};
+    e.type = EventType::kApiCall;
+    if (!classify_api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, &e)) return;
+    e.start_ns = enter_;
+    e.end_ns = monotonic_ns();
+    e.api_name = name;
+    e.return_code = result;
+    recorder->record(e);
+  }
+
+ private:
+  uint64_t enter_ = 0;
+  bool owner_ = false;
+  // A hooked call made inside another (the runtime calling itself through our symbols) is not a
+  // second call.
+  static thread_local bool t_inside_ __attribute__((tls_model("initial-exec")));
+};
+
+}  // namespace gapwatch
+
+#define GAPWATCH_HOOK extern "C" __attribute__((visibility("default")))
