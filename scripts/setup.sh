@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: make a fresh Debian 12 machine able to build gapwatch, then build it in build/.
+#
+# Installs the missing Debian packages (only those, and only when some are missing: that needs
+# root), checks that the CUDA toolkit headers are there (they come with the machine image, not
+# from Debian), configures build/ once and builds it. Safe to run again: a second run installs
+# nothing and rebuilds only what changed. Quiet unless something fails.
+#
+# Environment: CUDAToolkit_ROOT or CUDA_PATH name a toolkit outside /usr/local/cuda;
+# GAPWATCH_BUILD_DIR overrides build/ (default); JOBS overrides the build's parallelism.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${GAPWATCH_BUILD_DIR:-$repo_root/build}"
+jobs="${JOBS:-$(nproc)}"
+
+die() { echo "setup.sh: error: $*" >&2; exit 1; }
+
+# --- Debian packages ----------------------------------------------------------------------------
+packages=(
+  cmake ninja-build g++ make pkg-config     # toolchain (ninja builds, make is the fallback)
+  libprotobuf-dev protobuf-compiler         # recording schema
+  libspdlog-dev nlohmann-json3-dev libcli11-dev libzstd-dev
+  catch2                                    # unit tests (Catch2 2.13)
+  python3                                   # test and scenario helpers
+  binutils                                  # readelf, nm: checks on the injected library's symbols
+)
+missing=()
+for pkg in "${packages[@]}"; do
+  status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
+  [[ "$status" == "installed" ]] || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if [[ $EUID -eq 0 ]]; then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    die "missing Debian packages (${missing[*]}); run this script as root to install them"
+  fi
+  log="$(mktemp)"
+  if ! { "${as_root[@]}" apt-get update -qq &&
+         "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+           apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    die "could not install: ${missing[*]}"
+  fi
+  rm -f "$log"
+fi
+
+# --- CUDA toolkit headers (part of the machine image) -------------------------------------------
+# The same places, in the same order, as the top-level CMakeLists.txt.
+cuda_candidates=()
+[[ -n "${CUDAToolkit_ROOT:-}" ]] && cuda_candidates+=("$CUDAToolkit_ROOT")
+[[ -n "${CUDA_PATH:-}" ]] && cuda_candidates+=("$CUDA_PATH")
+if nvcc_path="$(command -v nvcc 2>/dev/null)"; then
+  cuda_candidates+=("$(dirname "$(dirname "$nvcc_path")")")
+fi
+cuda_candidates+=(/usr/local/cuda)
+cuda_root=""
+for dir in "${cuda_candidates[@]}"; do
+  for include_dir in include targets/x86_64-linux/include targets/sbsa-linux/include; do
+    if [[ -z "$cuda_root" && -f "$dir/$include_dir/cuda.h" ]]; then cuda_root="$dir"; fi
+  done
+done
+[[ -n "$cuda_root" ]] || die "CUDA toolkit headers not found (looked for include/cuda.h in:" \
+  "${cuda_candidates[*]}); the toolkit is part of the machine image, not a Debian package:" \
+  "install it or set CUDAToolkit_ROOT"
+
+# --- Configure once, then build ------------------------------------------------------------------
+log_dir="$build_dir/logs"
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  generator=()
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  mkdir -p "$log_dir"
+  cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" >"$log_dir/configure.log" 2>&1 || {
+    cat "$log_dir/configure.log" >&2
+    die "cmake configure failed (log: $log_dir/configure.log)"
+  }
+fi
+mkdir -p "$log_dir"
+cmake --build "$build_dir" -j"$jobs" >"$log_dir/build.log" 2>&1 || {
+  tail -n 60 "$log_dir/build.log" >&2
+  die "build failed (full log: $log_dir/build.log)"
+}

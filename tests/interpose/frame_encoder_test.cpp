@@ -1,0 +1,211 @@
+// The injected library's hand-written protobuf encoder writes exactly what libprotobuf reads:
+// random events go through FrameEncoder, libprotobuf parses the frame, and every field, after
+// undoing the running deltas of docs/recording-format.md, equals what went in.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+
+#include <gapwatch/v1/stream.pb.h>
+
+#include "frame_encoder.h"
+
+using gapwatch::RawEvent;
+
+namespace {
+
+// Reads one `<varint length><Frame>` from `bytes` at `*pos`.
+gapwatch::v1::Frame parse_frame(const std::string& bytes, size_t* pos) {
+  uint64_t len = 0;
+  int shift = 0;
+  while (true) {
+    REQUIRE(*pos < bytes.size());
+    uint8_t b = uint8_t(bytes[(*pos)++]);
+    len |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) break;
+    shift += 7;
+  }
+  REQUIRE(*pos + len <= bytes.size());
+  gapwatch::v1::Frame frame;
+  REQUIRE(frame.ParseFromArray(bytes.data() + *pos, int(len)));
+  *pos += len;
+  return frame;
+}
+
+RawEvent random_event(std::mt19937_64& rng, gapwatch::EventType type, uint64_t base) {
+  RawEvent e{};
+  e.type = type;
+  e.kind = uint8_t(1 + rng() % 17);
+  e.domain = uint8_t(rng() % 3);
+  e.copy_kind = uint8_t(rng() % 6);
+  e.src_memory = uint8_t(rng() % 8);
+  e.dst_memory = uint8_t(rng() % 8);
+  e.flags = uint8_t(rng() % 2);
+  e.data_type = uint8_t(rng() % 13);
+  e.cbid = uint32_t(rng() % 1000);
+  e.thread = uint32_t(1000 + rng() % 3);
+  // Not sorted: the encoder must handle negative deltas.
+  e.start_ns = base + rng() % 50000000;
+  e.end_ns = e.start_ns + (rng() % 4 == 0 ? 0 : rng() % 10000000);
+  e.correlation = rng() % 100000;
+  e.stream = rng() % 4 == 0 ? 0 : 7 + rng() % 20;
+  e.bytes = rng() % 3 == 0 ? 0 : rng() % (1ull << 40);
+  e.return_code = rng() % 5 == 0 ? int32_t(rng() % 1000) - 500 : 0;
+  e.peer = int32_t(rng() % 50);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[encoder]") {
+  std::mt19937_64 rng(20261129);
+  gapwatch::FrameEncoder encoder;
+  for (int round = 0; round < 200; ++round) {
+    gapwatch::BatchContent b;
+    b.sequence = uint64_t(round);
+    uint64_t base = 1000000000000ull + rng() % 1000000000;
+    int n = int(rng() % 40);
+    for (int i = 0; i < n; ++i) b.api_calls.push_back(random_event(rng, gapwatch::EventType::kApiCall, base));
+    n = int(rng() % 40);
+    for (int i = 0; i < n; ++i) b.activities.push_back(random_event(rng, gapwatch::EventType::kActivity, base));
+    n = int(rng() % 10);
+    for (int i = 0; i < n; ++i) {
+      b.nccl_calls.push_back(random_event(rng, gapwatch::EventType::kNcclCall, base));
+      b.nccl_ranks.push_back({int32_t(rng() % 8), int32_t(rng() % 2 ? 8 : 0)});
+    }
+    b.strings.push_back({uint32_t(round + 1), 1, "_Z6kernelPf" + std::to_string(round)});
+    b.drops.push_back({1, rng() % 5000, rng() % 100});
+    std::string out;
+    encoder.batch(b, out);
+    size_t pos = 0;
+    auto frame = parse_frame(out, &pos);
+    CHECK(pos == out.size());
+    REQUIRE(frame.has_batch());
+    const auto& pb = frame.batch();
+    CHECK(pb.sequence() == b.sequence);
+    REQUIRE(pb.api_calls_size() == int(b.api_calls.size()));
+    uint64_t t = pb.base_time_ns(), c = 0;
+    uint32_t thread = 0;
+    for (int i = 0; i < pb.api_calls_size(); ++i) {
+      const auto& a = pb.api_calls(i);
+      const RawEvent& e = b.api_calls[size_t(i)];
+      t += uint64_t(a.start_delta_ns());
+      c += uint64_t(a.correlation_delta());
+      if (a.thread_id()) thread = a.thread_id();
+      CHECK(int(a.kind()) == e.kind);
+      CHECK(thread == e.thread);
+      CHECK(t == e.start_ns);
+      CHECK(t + a.duration_ns() == e.end_ns);
+      CHECK(c == e.correlation);
+      CHECK(a.stream() == e.stream);
+      CHECK(a.bytes() == e.bytes);
+      CHECK(int(a.copy_kind()) == e.copy_kind);
+      CHECK(int(a.src_memory()) == e.src_memory);
+      CHECK(int(a.dst_memory()) == e.dst_memory);
+      CHECK(a.blocked() == bool(e.flags & gapwatch::kFlagBlocked));
+      CHECK(a.return_code() == e.return_code);
+      CHECK(a.api_name_id() == uint32_t(e.peer));
+      CHECK(a.cbid() == 0);  // left out to keep a launch within 16 bytes
+      CHECK(a.domain() == 0);
+    }
+    REQUIRE(pb.activities_size() == int(b.activities.size()));
+    t = pb.base_time_ns(), c = 0;
+    for (int i = 0; i < pb.activities_size(); ++i) {
+      const auto& a = pb.activities(i);
+      const RawEvent& e = b.activities[size_t(i)];
+      t += uint64_t(a.start_delta_ns());
+      c += uint64_t(a.correlation_delta());
+      CHECK(int(a.kind()) == e.kind);
+      CHECK(a.device() == e.thread);
+      CHECK(a.stream() == e.stream);
+      CHECK(t == e.start_ns);
+      CHECK(t + a.duration_ns() == e.end_ns);
+      CHECK(c == e.correlation);
+      CHECK(a.name_id() == uint32_t(e.peer));
+      CHECK(a.bytes() == e.bytes);
+      CHECK(int(a.copy_kind()) == e.copy_kind);
+      CHECK(int(a.src_memory()) == e.src_memory);
+      CHECK(int(a.dst_memory()) == e.dst_memory);
+      CHECK(a.graph_id() == e.cbid);
+      CHECK(int(a.sync_kind()) == e.domain);
+    }
+    REQUIRE(pb.nccl_calls_size() == int(b.nccl_calls.size()));
+    t = pb.base_time_ns();
+    thread = 0;
+    for (int i = 0; i < pb.nccl_calls_size(); ++i) {
+      const auto& a = pb.nccl_calls(i);
+      const RawEvent& e = b.nccl_calls[size_t(i)];
+      t += uint64_t(a.start_delta_ns());
+      if (a.thread_id()) thread = a.thread_id();
+      CHECK(int(a.op()) == e.kind);
+      CHECK(thread == e.thread);
+      CHECK(t == e.start_ns);
+      CHECK(t + a.duration_ns() == e.end_ns);
+      CHECK(a.comm_id() == uint32_t(e.correlation));
+      CHECK(a.bytes() == e.bytes);
+      CHECK(a.count() == e.cbid);
+      CHECK(int(a.data_type()) == e.data_type);
+      CHECK(a.peer() == e.peer);
+      if (b.nccl_ranks[size_t(i)].nranks) {
+        CHECK(a.rank() == b.nccl_ranks[size_t(i)].rank);
+        CHECK(a.nranks() == b.nccl_ranks[size_t(i)].nranks);
+      }
+      CHECK(a.stream() == e.stream);
+      CHECK(a.return_code() == e.return_code);
+      CHECK(a.group_depth() == e.domain);
+    }
+    REQUIRE(pb.strings_size() == 1);
+    CHECK(pb.strings(0).text() == b.strings[0].text);
+    CHECK(pb.strings(0).id() == b.strings[0].id);
+    REQUIRE(pb.drops_size() == 1);
+    CHECK(pb.drops(0).dropped() == b.drops[0].dropped);
+  }
+}
+
+TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
+  gapwatch::FrameEncoder encoder;
+  gapwatch::HelloInfo h;
+  h.pid = 4242;
+  h.host = "node-7";
+  h.has_rank = true;
+  h.rank = 0;  // present though zero: proto3 `optional`
+  h.has_world_size = true;
+  h.world_size = 16;
+  h.command_line = {"python", "", "train.py"};
+  h.probes = {1, 2, 3, 5};
+  h.cupti_version = 130001;
+  h.start_time_ns = 123456789;
+  h.cupti_unavailable = "";
+  gapwatch::GoodbyeInfo g;
+  g.end_time_ns = 987654321;
+  g.batches = 3;
+  g.api_calls = 10;
+  g.events_dropped = 2;
+  g.drops = {{1, 77, 2}};
+  std::string out;
+  encoder.hello(h, out);
+  encoder.goodbye(g, out);
+  size_t pos = 0;
+  auto hello = parse_frame(out, &pos);
+  auto bye = parse_frame(out, &pos);
+  REQUIRE(hello.has_hello());
+  CHECK(hello.hello().pid() == 4242);
+  CHECK(hello.hello().host() == "node-7");
+  CHECK(hello.hello().has_rank());
+  CHECK(hello.hello().rank() == 0);
+  CHECK(!hello.hello().has_local_rank());
+  CHECK(hello.hello().world_size() == 16);
+  REQUIRE(hello.hello().command_line_size() == 3);
+  CHECK(hello.hello().command_line(1).empty());
+  REQUIRE(hello.hello().probes_size() == 4);
+  CHECK(hello.hello().probes(3) == gapwatch::v1::PROBE_NCCL_HOOKS);
+  CHECK(hello.hello().clock() == gapwatch::v1::CLOCK_DOMAIN_MONOTONIC);
+  CHECK(hello.hello().cupti_version() == 130001);
+  CHECK(hello.hello().wire_version() >= 1);
+  REQUIRE(bye.has_goodbye());
+  CHECK(bye.goodbye().end_time_ns() == 987654321);
+  CHECK(bye.goodbye().batches() == 3);
+  CHECK(bye.goodbye().events_dropped() == 2);
+  REQUIRE(bye.goodbye().drops_size() == 1);
+  CHECK(bye.goodbye().drops(0).id() == 77);
+}
