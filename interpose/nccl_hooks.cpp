@@ -63,9 +63,6 @@ void record(const NcclCallInfo& c, uint64_t enter, ncclResult_t result) {
   e.return_code = int32_t(result);
   e.domain = uint8_t(t_group_depth);
   e.api_name = nullptr;
-  static thread_local uint32_t tid __attribute__((tls_model("initial-exec"))) = 0;
-  if (!tid) tid = uint32_t(gettid());
-  e.thread = tid;
   recorder->record(e);
 }
 

@@ -52,9 +52,10 @@ uint64_t process_start_monotonic() {
   }
   long hz = sysconf(_SC_CLK_TCK);
   if (hz <= 0 || start_ticks == 0) return 0;
-  uint64_t start_boot = start_ticks * (1000000000ull / uint64_t(hz));
-  uint64_t skew = clock_ns(CLOCK_BOOTTIME) - clock_ns(CLOCK_MONOTONIC);
-  return start_boot > skew ? start_boot - skew : 0;
+  int64_t start_boot = int64_t(start_ticks * (1000000000ull / uint64_t(hz)));
+  // Read back to back, the two clocks can differ by less than zero: keep the sign.
+  int64_t skew = int64_t(clock_ns(CLOCK_BOOTTIME)) - int64_t(clock_ns(CLOCK_MONOTONIC));
+  return start_boot > skew ? uint64_t(start_boot - skew) : 0;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,6 +31,27 @@ pthread_key_t g_ring_key;
 // Runs when a thread that claimed a ring exits: the flusher drains the ring, then recycles it.
 void on_thread_exit(void* ring) { static_cast<EventRing*>(ring)->owner_gone.store(true, std::memory_order_release); }
 
+// GAPWATCH_OUTPUT: a file name, where %p becomes the pid and %r the rank (so every rank of a
+// torchrun job can share one setting), or a directory (ending in '/' or existing) that gets the
+// default name.
+std::string output_path(const std::string& setting) {
+  if (setting.empty()) return default_output_name();
+  struct stat st;
+  if (setting.back() == '/' || (stat(setting.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    return setting + (setting.back() == '/' ? "" : "/") + default_output_name();
+  std::string out;
+  for (size_t i = 0; i < setting.size(); ++i) {
+    if (setting[i] == '%' && i + 1 < setting.size() && (setting[i + 1] == 'p' || setting[i + 1] == 'r')) {
+      const char* rank = getenv("RANK");
+      out += setting[i + 1] == 'p' ? std::to_string(getpid()) : std::string(rank && *rank ? rank : "0");
+      ++i;
+    } else {
+      out += setting[i];
+    }
+  }
+  return out;
+}
+
 size_t round_down_pow2(size_t n) {
   size_t p = 1;
   while (p * 2 <= n) p *= 2;
@@ -51,7 +73,7 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
   auto* r = new Recorder(settings);  // lives until the process exits: threads may still hold it
   bool open = !settings.socket_path.empty() && r->sink_.connect_socket(settings.socket_path);
   if (!open) {
-    std::string path = settings.output_path.empty() ? default_output_name() : settings.output_path;
+    std::string path = output_path(settings.output_path);
     open = r->sink_.open_file(path);
     if (!open) {
       log_line(settings, LogLevel::kWarn, "cannot write the recording %s: %s; not recording", path.c_str(),
@@ -166,9 +188,12 @@ void Recorder::flush_once(bool final) {
     EventRing* ring = rings_[i].load(std::memory_order_acquire);
     if (!ring) continue;
     bool gone = ring->owner_gone.load(std::memory_order_acquire);
+    // The producer does not write its thread id into every event: the ring knows it.
+    uint32_t tid = ring->owner_tid.load(std::memory_order_relaxed);
     ring->drain([&](const RawEvent& e) {
       if (e.type == EventType::kApiCall) {
         RawEvent copy = e;
+        copy.thread = tid;
         auto [it, inserted] = api_names.try_emplace(e.api_name, 0);
         if (inserted) it->second = e.api_name ? strings_.intern(string_kind::kApiName, e.api_name) : 0;
         copy.peer = int32_t(it->second);
@@ -176,6 +201,7 @@ void Recorder::flush_once(bool final) {
       } else if (e.type == EventType::kNcclCall) {
         // Communicators travel as small ids (their order of first appearance), with their rank.
         RawEvent copy = e;
+        copy.thread = tid;
         NcclRankInfo info;
         size_t k = 0;
         while (k < comms.size() && comms[k].handle != e.correlation) ++k;

@@ -1,7 +1,8 @@
 // settings.h: what the user can set through the environment, read once when recording starts.
 //
 //   GAPWATCH_DISABLE=1       do nothing at all
-//   GAPWATCH_OUTPUT=FILE     the recording (default ./gapwatch-<host>-<pid>.gwt)
+//   GAPWATCH_OUTPUT=FILE     the recording (default ./gapwatch-<host>-<pid>.gwt); %p: pid, %r: rank;
+//                            a directory: the default name inside it
 //   GAPWATCH_SOCKET=PATH     stream to a collector listening there instead (falls back to the file)
 //   GAPWATCH_RING_KB=N       per-thread ring size (default 1024 KiB)
 //   GAPWATCH_CUPTI_PATH=LIB  which libcupti to load

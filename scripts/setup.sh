@@ -24,6 +24,7 @@ packages=(
   catch2                                    # unit tests (Catch2 2.13)
   python3                                   # test and scenario helpers
   binutils                                  # readelf, nm: checks on the injected library's symbols
+  strace                                    # counts the launching thread's system calls (hot-path test)
 )
 missing=()
 for pkg in "${packages[@]}"; do

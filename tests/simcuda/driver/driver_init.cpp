@@ -32,7 +32,8 @@ struct Context {
   uint32_t uid;
 };
 std::mutex g_ctx_mu;
-Context* g_contexts[64] = {};
+// Read lock-free on every traced call (as a driver's context lookup is); written under g_ctx_mu.
+std::atomic<Context*> g_contexts[64] = {};
 uint32_t g_next_ctx_uid = 1;
 
 void run_injection() {
@@ -73,11 +74,13 @@ void set_current_device(int device) { t_device = device; }
 
 CUcontext primary_context(int device) {
   device = std::max(0, std::min(device, g_device_count - 1));
+  if (Context* c = g_contexts[device].load(std::memory_order_acquire)) return reinterpret_cast<CUcontext>(c);
   Context* created = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_ctx_mu);
-    if (!g_contexts[device]) {
-      created = g_contexts[device] = new Context{device, g_next_ctx_uid++};
+    if (!g_contexts[device].load()) {
+      created = new Context{device, g_next_ctx_uid++};
+      g_contexts[device].store(created, std::memory_order_release);
     }
   }
   if (created) {
@@ -87,7 +90,7 @@ CUcontext primary_context(int device) {
       sink->resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &data);
     }
   }
-  return reinterpret_cast<CUcontext>(g_contexts[device]);
+  return reinterpret_cast<CUcontext>(g_contexts[device].load());
 }
 
 uint32_t context_uid(CUcontext ctx) { return ctx ? reinterpret_cast<Context*>(ctx)->uid : 0; }
@@ -97,8 +100,7 @@ void reset_device(int device) {
   Context* old = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_ctx_mu);
-    old = g_contexts[device];
-    g_contexts[device] = nullptr;
+    old = g_contexts[device].exchange(nullptr);
   }
   if (old) {
     if (const CuptiSink* sink = cupti_sink(); sink && sink->resource) {

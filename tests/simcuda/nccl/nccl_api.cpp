@@ -247,17 +247,29 @@ NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* out, int nranks, ncclUniq
 }
 NCCL_ALIAS(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId id, int rank);
 
-NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) { return comm ? ncclSuccess : ncclInvalidArgument; }
+NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  uint64_t enter = now_ns();
+  if (!comm) return ncclInvalidArgument;
+  log_nccl_call("ncclCommFinalize", enter, now_ns(), 0, 0);
+  return ncclSuccess;
+}
 NCCL_ALIAS(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
 
 NCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   // The mapping stays: device ops still pending may read their rendezvous slots.
+  log_nccl_call("ncclCommDestroy", enter, now_ns(), 0, 0);
   return ncclSuccess;
 }
 NCCL_ALIAS(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 
-NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return pncclCommDestroy(comm); }
+NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  uint64_t enter = now_ns();
+  if (!comm) return ncclInvalidArgument;
+  log_nccl_call("ncclCommAbort", enter, now_ns(), 0, 0);
+  return ncclSuccess;
+}
 NCCL_ALIAS(ncclResult_t, ncclCommAbort, ncclComm_t comm);
 
 NCCL_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
