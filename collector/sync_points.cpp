@@ -1,0 +1,65 @@
+// collector/sync_points.cpp: see sync_points.h.
+#include "collector/sync_points.h"
+
+namespace gapwatch {
+
+std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call) {
+  if (!call.blocked) return std::nullopt;
+  switch (call.kind) {
+    case v1::API_KIND_DEVICE_SYNC:
+      return SyncPointKind::kDeviceSync;
+    case v1::API_KIND_STREAM_SYNC:
+      return SyncPointKind::kStreamSync;
+    case v1::API_KIND_EVENT_SYNC:
+      return SyncPointKind::kEventSync;
+    case v1::API_KIND_MEMCPY:
+      return SyncPointKind::kSyncCopy;
+    case v1::API_KIND_MEMCPY_ASYNC:
+      return SyncPointKind::kPageableAsyncCopy;
+    case v1::API_KIND_MEMSET:
+    case v1::API_KIND_MEMSET_ASYNC:
+      return SyncPointKind::kMemset;
+    case v1::API_KIND_MALLOC:
+    case v1::API_KIND_FREE:
+    case v1::API_KIND_HOST_ALLOC:
+    case v1::API_KIND_HOST_FREE:
+      return SyncPointKind::kAllocFree;
+    default:
+      return SyncPointKind::kOther;
+  }
+}
+
+std::string_view syncPointName(SyncPointKind kind) {
+  switch (kind) {
+    case SyncPointKind::kDeviceSync:
+      return "device synchronize";
+    case SyncPointKind::kStreamSync:
+      return "stream synchronize";
+    case SyncPointKind::kEventSync:
+      return "event synchronize";
+    case SyncPointKind::kSyncCopy:
+      return "synchronous copy";
+    case SyncPointKind::kPageableAsyncCopy:
+      return "async copy, pageable";
+    case SyncPointKind::kMemset:
+      return "memset";
+    case SyncPointKind::kAllocFree:
+      return "malloc / free";
+    case SyncPointKind::kOther:
+      return "other blocking call";
+  }
+  return "?";
+}
+
+void SyncPointCounter::add(const ApiCallEvent& call) {
+  const std::optional<SyncPointKind> kind = classifySyncPoint(call);
+  if (!kind) return;
+  const uint64_t blocked_ns = call.end_ns - call.start_ns;
+  Totals& t = by_kind_[static_cast<std::size_t>(*kind)];
+  ++t.count;
+  t.blocked_ns += blocked_ns;
+  ++total_.count;
+  total_.blocked_ns += blocked_ns;
+}
+
+}  // namespace gapwatch

@@ -1,0 +1,55 @@
+// collector/sync_points.h: host calls that waited for the device, by type.
+//
+// A sync point is an API call the recorder marked `blocked`: it returned only once the device had
+// caught up, so the device's queue drained while the host waited (ARCHITECTURE.md section 6). The
+// recorder decides `blocked` (it knows, for example, that a small H2D cudaMemcpy does not block);
+// this module only sorts the blocked calls into the types a report names.
+#pragma once
+
+#include "collector/events.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gapwatch {
+
+enum class SyncPointKind : uint8_t {
+  kDeviceSync,         // cudaDeviceSynchronize, cuCtxSynchronize
+  kStreamSync,         // cudaStreamSynchronize
+  kEventSync,          // cudaEventSynchronize
+  kSyncCopy,           // a copy through a synchronous API
+  kPageableAsyncCopy,  // an *Async copy that blocked (pageable host memory)
+  kMemset,             // a memset that blocked
+  kAllocFree,          // the implicit sync of malloc and free (device or pinned host memory)
+  kOther,              // any other call marked blocked
+};
+inline constexpr std::size_t kSyncPointKindCount = 8;
+
+// The type of a blocked call; nullopt when the call did not block.
+std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call);
+
+// A short readable name: "stream synchronize", "synchronous copy", ...
+std::string_view syncPointName(SyncPointKind kind);
+
+class SyncPointCounter {
+ public:
+  struct Totals {
+    uint64_t count = 0;
+    uint64_t blocked_ns = 0;  // the calls' durations
+  };
+
+  // Counts the call if it blocked.
+  void add(const ApiCallEvent& call);
+
+  const Totals& of(SyncPointKind kind) const { return by_kind_[static_cast<std::size_t>(kind)]; }
+  const Totals& total() const { return total_; }
+
+ private:
+  std::array<Totals, kSyncPointKindCount> by_kind_{};
+  Totals total_;
+};
+
+}  // namespace gapwatch

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs the benchmarks under bench/ and prints their figures side by side, as ratios. Not a test:
+# nothing here passes or fails on a number. Record what it prints in docs/performance.md, with
+# the command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+python3 bench/launch_overhead.py --build build "$@"

@@ -1,0 +1,25 @@
+// tools/file_outcome.cpp: see file_outcome.h.
+#include "tools/file_outcome.h"
+
+#include "tools/exit_codes.h"
+#include "tools/text_format.h"
+
+namespace gapwatch::cli {
+
+int printReadOutcome(std::string_view name, const ReadResult& result, std::ostream& err) {
+  const std::string shown_name = printable(name);
+  if (result.error) {
+    err << shown_name << ": " << result.error->message << '\n';
+    return kExitBadRecording;
+  }
+  if (result.summary.truncated) {
+    err << shown_name << ": note: " << truncationNotice(result.summary) << '\n';
+  }
+  return kExitOk;
+}
+
+bool hasContentToShow(const ReadResult& result) {
+  return !result.error || (result.error->kind == ReadErrorKind::kCorrupt && result.summary.frames > 0);
+}
+
+}  // namespace gapwatch::cli
