@@ -45,13 +45,40 @@ void BasicReportBuilder::addApiCall(const ApiCallEvent& call) {
   if (call.kind == v1::API_KIND_LAUNCH || call.kind == v1::API_KIND_GRAPH_LAUNCH) {
     ++report_.launches;
   }
-  report_.sync_points.add(call);
+  if (call.kind == v1::API_KIND_MEMCPY_ASYNC && !call.blocked && call.correlation_id != 0) joinAsyncCopy(call);
+  else report_.sync_points.add(call);
   noteTime(call.start_ns, call.end_ns);
+}
+
+void BasicReportBuilder::joinAsyncCopy(const ApiCallEvent& call) {
+  if (pageable_copies_waiting_.erase(call.correlation_id)) {
+    ApiCallEvent blocked = call;
+    blocked.blocked = true;
+    report_.sync_points.add(blocked);
+  } else {
+    async_copies_waiting_.emplace(call.correlation_id, call);
+  }
+}
+
+void BasicReportBuilder::joinCopyActivity(const DeviceActivityEvent& activity) {
+  bool pageable = activity.src_memory == v1::MEMORY_KIND_PAGEABLE || activity.dst_memory == v1::MEMORY_KIND_PAGEABLE;
+  auto it = async_copies_waiting_.find(activity.correlation_id);
+  if (it != async_copies_waiting_.end()) {
+    if (pageable) {
+      ApiCallEvent blocked = it->second;
+      blocked.blocked = true;
+      report_.sync_points.add(blocked);
+    }
+    async_copies_waiting_.erase(it);  // pinned: an async copy that did not block
+  } else if (pageable) {
+    pageable_copies_waiting_.insert(activity.correlation_id);
+  }
 }
 
 void BasicReportBuilder::addActivity(const DeviceActivityEvent& activity) {
   ++report_.activities;
   noteTime(activity.start_ns, activity.end_ns);
+  if (activity.kind == v1::ACTIVITY_KIND_MEMCPY && activity.correlation_id != 0) joinCopyActivity(activity);
   if (!isDeviceWork(activity.kind)) return;
   DeviceState& state = devices_[activity.device];
   switch (activity.kind) {

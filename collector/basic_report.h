@@ -27,6 +27,8 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 #include <optional>
 #include <vector>
 
@@ -121,6 +123,12 @@ class BasicReportBuilder final : public RecordingVisitor {
   };
 
   void noteTime(uint64_t start_ns, uint64_t end_ns);
+  // An async copy blocks when a host side is pageable, which only its activity record tells; the
+  // call and the record meet here by correlation id, whichever arrives first.
+  void joinAsyncCopy(const ApiCallEvent& call);
+  void joinCopyActivity(const DeviceActivityEvent& activity);
+  std::unordered_map<uint64_t, ApiCallEvent> async_copies_waiting_;
+  std::unordered_set<uint64_t> pageable_copies_waiting_;
 
   BasicReport report_;
   std::map<uint32_t, DeviceState> devices_;

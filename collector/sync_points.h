@@ -2,8 +2,9 @@
 //
 // A sync point is an API call the recorder marked `blocked`: it returned only once the device had
 // caught up, so the device's queue drained while the host waited (ARCHITECTURE.md section 6). The
-// recorder decides `blocked` (it knows, for example, that a small H2D cudaMemcpy does not block);
-// this module only sorts the blocked calls into the types a report names.
+// recorder decides `blocked` when the API's semantics tell (a small H2D cudaMemcpy does not
+// block); for an async copy only its activity record tells (pageable memory), and the report
+// builder marks it after joining the two. This module only sorts blocked calls into types.
 #pragma once
 
 #include "collector/events.h"

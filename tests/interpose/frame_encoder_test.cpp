@@ -209,3 +209,19 @@ TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
   REQUIRE(bye.goodbye().drops_size() == 1);
   CHECK(bye.goodbye().drops(0).id() == 77);
 }
+
+TEST_CASE("strings that are not UTF-8 are repaired so libprotobuf still reads the frame", "[encoder]") {
+  gapwatch::FrameEncoder encoder;
+  gapwatch::HelloInfo h;
+  h.host = std::string("node\xff-1");
+  h.command_line = {"python", std::string("caf\xc3\xa9.py"), std::string("\xed\xa0\x80x"), std::string("\xc3")};
+  std::string out;
+  encoder.hello(h, out);
+  size_t pos = 0;
+  auto frame = parse_frame(out, &pos);
+  REQUIRE(frame.has_hello());
+  CHECK(frame.hello().host() == "node?-1");
+  CHECK(frame.hello().command_line(1) == "caf\xc3\xa9.py");  // valid UTF-8 is kept as is
+  CHECK(frame.hello().command_line(2) == "???x");             // a surrogate is not UTF-8
+  CHECK(frame.hello().command_line(3) == "?");                // nor is a cut sequence
+}

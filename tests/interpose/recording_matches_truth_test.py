@@ -1,10 +1,13 @@
 """End to end on the simulated CUDA stack: for every shipped scenario, under LD_PRELOAD and under
 CUDA_INJECTION64_PATH, with CUPTI and in symbol-only fallback, the recording holds every call the
-simulator's ground truth lists, and the device times it recorded are the virtual device's own."""
+simulator's ground truth lists, the device times it recorded are the virtual device's own, and
+`gapwatch report` gives an idle fraction within 1 percentage point of the truth."""
 import collections
 import glob
 import json
 import os
+import re
+import subprocess
 import tempfile
 import unittest
 
@@ -45,6 +48,19 @@ def run_scenario(name, mode, extra, workdir):
         hello = next(e for e in events if e["type"] == "hello")
         recordings[hello["pid"]] = events
     return truth, recordings, r.stderr
+
+
+def reported_idle_fractions(workdir):
+    """pid -> {device: idle fraction} as `gapwatch report` prints it."""
+    out = {}
+    for path in glob.glob(os.path.join(workdir, "*.gwt")):
+        r = subprocess.run([gwtest.GAPWATCH, "report", path], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise AssertionError("gapwatch report %s: %s" % (path, r.stderr))
+        pid = int(re.search(r"pid (\d+)", r.stdout).group(1))
+        out[pid] = {int(d): float(f) / 100 for d, f in
+                    re.findall(r"^device (\d+) .*= ([0-9.]+)% of the window", r.stdout, re.M)}
+    return out
 
 
 class RecordingMatchesTruth(unittest.TestCase):
@@ -93,9 +109,14 @@ class RecordingMatchesTruth(unittest.TestCase):
                 with self.subTest(scenario=scenario, mode=mode, extra=extra), tempfile.TemporaryDirectory() as d:
                     truth, recordings, stderr = run_scenario(scenario, mode, extra, d)
                     self.assertEqual(len(recordings), len(truth["processes"]), stderr)
+                    idle = {} if extra else reported_idle_fractions(d)
                     for proc in truth["processes"]:
                         self.assertIn(proc["pid"], recordings)
                         self.check_process(proc, recordings[proc["pid"]], bool(extra), mode == "preload", scenario)
+                        for dev in ([] if extra else proc["devices"]):
+                            # The report's idle fraction is within 1 percentage point of the truth.
+                            self.assertAlmostEqual(idle[proc["pid"]][dev["device"]], dev["idle_fraction"],
+                                                   delta=0.01, msg="%s: idle fraction" % scenario)
 
 
 if __name__ == "__main__":
