@@ -10,6 +10,7 @@
 #include <cupti.h>
 
 #include "cuda_api_map.h"
+#include "host_clock.h"
 #include "process_info.h"
 #include "recorder.h"
 #include "string_interner.h"
@@ -96,22 +97,24 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (d->callbackSite == CUPTI_API_ENTER) {
     if (runtime) ++t_runtime_depth;
     else if (t_runtime_depth > 0) return;
-    *d->correlationData = monotonic_ns();  // CUPTI keeps it for this call's EXIT
+    *d->correlationData = host_ticks();  // CUPTI keeps it for this call's EXIT
     return;
   }
+  uint64_t exit_ticks = host_ticks();
   if (runtime) --t_runtime_depth;
   else if (t_runtime_depth > 0) return;
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
-  RawEvent e{};
-  e.type = EventType::kApiCall;
-  if (!classify_api_call(domain, cbid, d->functionParams, &e)) return;
-  e.start_ns = *d->correlationData;
-  e.end_ns = monotonic_ns();
-  e.correlation = d->correlationId;
-  e.api_name = d->functionName;
-  if (d->functionReturnValue) e.return_code = *static_cast<const int*>(d->functionReturnValue);
-  recorder->record(e);
+  RawEvent* e = recorder->reserve();
+  if (!e) return;
+  e->type = EventType::kApiCall;
+  if (!classify_api_call(domain, cbid, d->functionParams, e)) return;  // reserved, never published
+  e->start_ns = *d->correlationData;
+  e->end_ns = exit_ticks;
+  e->correlation = d->correlationId;
+  e->api_name = d->functionName;
+  if (d->functionReturnValue) e->return_code = *static_cast<const int*>(d->functionReturnValue);
+  recorder->publish();
 }
 
 // ---- activity buffers: on CUPTI's own thread (or at a flush) -----------------------------------

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cupti_probe.h"
+#include "host_clock.h"
 #include "recorder.h"
 #include "settings.h"
 #include "symbol_hooks.h"
@@ -99,6 +100,7 @@ void ensure_started() {
 }  // namespace gapwatch
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  gapwatch::choose_host_clock();  // again: a library loaded by the driver alone may run this first
   gapwatch::ensure_started();
   return 1;  // what NVIDIA's samples and Kineto return
 }
@@ -106,6 +108,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 __attribute__((constructor)) static void gapwatch_on_load() {
   using namespace gapwatch;
   if (disabled_by_environment()) return;
+  choose_host_clock();
   std::string self = own_path();
   const char* injection = getenv("CUDA_INJECTION64_PATH");
   if (!injection || !*injection) {

@@ -32,6 +32,18 @@ class EventRing {
     return true;
   }
 
+  // Producer side, without a copy: a free slot to fill, then publish() it. Returns nullptr (and
+  // counts a drop) when the ring is full; a slot not published is simply not used.
+  RawEvent* reserve() {
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_.load(std::memory_order_acquire) > mask_) {
+      dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    return &slots_[head & mask_];
+  }
+  void publish() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
   // Consumer side: calls f(event) for everything published so far; returns how many.
   template <class F>
   size_t drain(F&& f) {

@@ -4,6 +4,7 @@
 // PyTorch link NCCL statically: then nothing here is called, and only the kernels are recorded.
 #include <nccl.h>
 
+#include "host_clock.h"
 #include "symbol_hooks.h"
 
 using namespace gapwatch;
@@ -53,7 +54,7 @@ void record(const NcclCallInfo& c, uint64_t enter, ncclResult_t result) {
   e.type = EventType::kNcclCall;
   e.kind = c.op;
   e.start_ns = enter;
-  e.end_ns = monotonic_ns();
+  e.end_ns = host_ticks();
   e.correlation = reinterpret_cast<uint64_t>(c.comm);
   e.bytes = c.count * (c.count ? type_bytes(c.type) : 0);
   e.cbid = uint32_t(c.count);
@@ -70,7 +71,7 @@ void record(const NcclCallInfo& c, uint64_t enter, ncclResult_t result) {
   static std::atomic<decltype(&fn)> real_##fn{nullptr};                 \
   auto real = real_nccl(real_##fn, #fn, "p" #fn);                       \
   if (!real) return ncclInternalError;                                  \
-  uint64_t enter = Recorder::active() ? monotonic_ns() : 0
+  uint64_t enter = Recorder::active() ? host_ticks() : 0
 
 }  // namespace
 

@@ -91,6 +91,7 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
     log_line(settings, LogLevel::kWarn, "cannot write the recording %s; not recording", r->sink_.path().c_str());
     return nullptr;
   }
+  r->ticks_.calibrate();
   pthread_key_create(&g_ring_key, on_thread_exit);
   r->top_up_spares();
   r->flusher_ = std::thread(&Recorder::flusher_main, r);
@@ -171,6 +172,7 @@ void Recorder::flusher_main() {
 
 void Recorder::flush_once(bool final) {
   BatchContent& b = batch_;
+  ticks_.calibrate();
   b.strings.clear();
   b.api_calls.clear();
   b.nccl_calls.clear();
@@ -194,6 +196,8 @@ void Recorder::flush_once(bool final) {
       if (e.type == EventType::kApiCall) {
         RawEvent copy = e;
         copy.thread = tid;
+        copy.start_ns = ticks_.to_ns(e.start_ns);
+        copy.end_ns = ticks_.to_ns(e.end_ns);
         auto [it, inserted] = api_names.try_emplace(e.api_name, 0);
         if (inserted) it->second = e.api_name ? strings_.intern(string_kind::kApiName, e.api_name) : 0;
         copy.peer = int32_t(it->second);
@@ -202,6 +206,8 @@ void Recorder::flush_once(bool final) {
         // Communicators travel as small ids (their order of first appearance), with their rank.
         RawEvent copy = e;
         copy.thread = tid;
+        copy.start_ns = ticks_.to_ns(e.start_ns);
+        copy.end_ns = ticks_.to_ns(e.end_ns);
         NcclRankInfo info;
         size_t k = 0;
         while (k < comms.size() && comms[k].handle != e.correlation) ++k;

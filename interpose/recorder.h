@@ -1,8 +1,8 @@
 // recorder.h: the one small core every probe writes into.
 //
 // Threads and ownership:
-//  - user threads (CUPTI callbacks, symbol hooks) call record(): it copies the event into the
-//    thread's own ring. A thread's first event claims a ring the flusher allocated in advance (and
+//  - user threads (CUPTI callbacks, symbol hooks) call record(), or reserve() then publish(): the
+//    event goes into the thread's own ring, host times in host_clock.h ticks. A thread's first event claims a ring the flusher allocated in advance (and
 //    reads the thread id, once); after that: no allocation, no lock, no system call.
 //  - CUPTI's buffer thread calls add_activities() and interns kernel names (both take a mutex).
 //  - the flusher thread drains the rings and the activity queue every kFlushPeriod, encodes one
@@ -21,6 +21,7 @@
 
 #include "event_ring.h"
 #include "frame_encoder.h"
+#include "host_clock.h"
 #include "output_sink.h"
 #include "settings.h"
 #include "string_interner.h"
@@ -43,6 +44,18 @@ class Recorder {
     if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
     if (ring) ring->push(event);
   }
+
+  // Hot path without a copy: a zeroed slot of this thread's ring (nullptr: dropped, counted), then
+  // publish() it; a reserved slot that is not published is not recorded.
+  RawEvent* reserve() {
+    EventRing* ring = t_ring_;
+    if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
+    if (!ring) return nullptr;
+    RawEvent* slot = ring->reserve();
+    if (slot) *slot = RawEvent{};
+    return slot;
+  }
+  void publish() { t_ring_->publish(); }
 
   // CUPTI's buffer thread: decoded device activities.
   void add_activities(const RawEvent* events, size_t count);
@@ -114,6 +127,7 @@ class Recorder {
   std::vector<uint64_t> ring_drops_sent_;
   uint64_t cupti_dropped_sent_ = 0;
   std::atomic<bool> finished_{false};
+  TickConverter ticks_;  // host timestamps arrive as ticks (host_clock.h)
 };
 
 }  // namespace gapwatch

@@ -9,6 +9,7 @@
 #include <cupti.h>
 
 #include "cuda_api_map.h"
+#include "host_clock.h"
 #include "process_info.h"
 #include "raw_event.h"
 #include "recorder.h"
@@ -43,9 +44,9 @@ class RuntimeHookScope {
       // Nobody will call InitializeInjection for us (another tool owns CUDA_INJECTION64_PATH):
       // start here. Otherwise the driver starts us inside this very call.
       if (!g_injection_is_us) ensure_started();
-      enter_ = monotonic_ns();
+      enter_ = host_ticks();
     } else if (g_symbol_mode.load(std::memory_order_relaxed) && !t_inside_) {
-      enter_ = monotonic_ns();
+      enter_ = host_ticks();
     }
     if (enter_) t_inside_ = true, owner_ = true;
   }
@@ -56,14 +57,16 @@ class RuntimeHookScope {
     if (!enter_ || !g_symbol_mode.load(std::memory_order_relaxed)) return;
     Recorder* recorder = Recorder::active();
     if (!recorder || Recorder::on_internal_thread()) return;
-    RawEvent e{};
-    e.type = EventType::kApiCall;
-    if (!classify_api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, &e)) return;
-    e.start_ns = enter_;
-    e.end_ns = monotonic_ns();
-    e.api_name = name;
-    e.return_code = result;
-    recorder->record(e);
+    uint64_t exit_ticks = host_ticks();
+    RawEvent* e = recorder->reserve();
+    if (!e) return;
+    e->type = EventType::kApiCall;
+    if (!classify_api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, e)) return;
+    e->start_ns = enter_;
+    e->end_ns = exit_ticks;
+    e->api_name = name;
+    e->return_code = result;
+    recorder->publish();
   }
 
  private:
