@@ -114,6 +114,10 @@ struct Rendezvous {
   virtual ~Rendezvous() = default;
   virtual void publish(uint64_t start_ns) = 0;
   virtual bool collect(uint64_t* latest_start_ns) = 0;
+  // A counter that moves whenever any rank publishes, and a wait for it to move past `seen` (at
+  // most `max_ns`): who waits for peers wakes as soon as one arrives, not at the next poll.
+  virtual uint32_t epoch() = 0;
+  virtual void wait_for_epoch_change(uint32_t seen, uint64_t max_ns) = 0;
 };
 
 struct OpRequest {
@@ -139,7 +143,7 @@ SIMCUDA_EXPORT int64_t enqueue(const OpRequest& request);
 // Blocks until the op has finished; returns its end time.
 SIMCUDA_EXPORT uint64_t wait_op(int64_t op_index);
 // Blocks until everything queued on a stream (nullptr: legacy) has finished; returns the latest end
-// it waited for (or now, when nothing was pending).
+// it waited for (0 when nothing was ever queued there).
 SIMCUDA_EXPORT uint64_t wait_stream(Stream* stream);
 SIMCUDA_EXPORT uint64_t wait_device(int device);
 // Non-blocking queries: whether the work has finished by now.

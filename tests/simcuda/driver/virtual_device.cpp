@@ -130,14 +130,35 @@ void resolve_locked(DeviceState& s) {
   while (s.first_unresolved < s.ops.size() && s.states[s.first_unresolved].resolved) ++s.first_unresolved;
 }
 
+// The rendezvous that holds resolution up (the first unresolved op waiting for peers), and its
+// epoch now; nullptr when nothing waits for another process.
+Rendezvous* blocking_rendezvous(DeviceState& s, uint32_t* epoch) {
+  for (uint64_t i = s.first_unresolved; i < s.ops.size(); ++i)
+    if (!s.states[i].resolved && s.states[i].rendezvous) {
+      *epoch = s.states[i].rendezvous->epoch();
+      return s.states[i].rendezvous.get();
+    }
+  return nullptr;
+}
+
+// Waits until a peer publishes (or a short while passes). Called without the lock; the Rendezvous
+// outlives the wait (ops are never removed from the log).
+void wait_for_peers(Rendezvous* rv, uint32_t seen) {
+  constexpr uint64_t kMaxWaitNs = 200000;
+  if (rv) rv->wait_for_epoch_change(seen, kMaxWaitNs);
+  else std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
 void device_thread_main() {
   DeviceState& s = state();
   std::unique_lock<std::mutex> lock(s.mu);
   for (;;) {
     resolve_locked(s);
     if (s.first_unresolved < s.ops.size()) {
+      uint32_t epoch = 0;
+      Rendezvous* rv = blocking_rendezvous(s, &epoch);
       lock.unlock();
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      wait_for_peers(rv, epoch);
       lock.lock();
     } else {
       s.work_pending.wait(lock);
@@ -149,6 +170,8 @@ void device_thread_main() {
 uint64_t resolved_end(const std::vector<int64_t>& ops) {
   DeviceState& s = state();
   for (;;) {
+    Rendezvous* rv = nullptr;
+    uint32_t epoch = 0;
     {
       std::lock_guard<std::mutex> lock(s.mu);
       resolve_locked(s);
@@ -163,8 +186,9 @@ uint64_t resolved_end(const std::vector<int64_t>& ops) {
         latest = std::max(latest, s.ops[size_t(i)].end_ns);
       }
       if (all) return latest;
+      rv = blocking_rendezvous(s, &epoch);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    wait_for_peers(rv, epoch);
   }
 }
 

@@ -12,6 +12,10 @@
 // start under it, and the kernel ends at the latest start + transfer time. SPMD programs call the
 // same collectives in the same order on every rank, which is what this relies on.
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <limits.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,6 +50,7 @@ struct Slot {
 
 struct SharedComm {
   std::atomic<uint32_t> joined;
+  std::atomic<uint32_t> epoch;  // bumped by every publish; a process-shared futex word
   Slot slots[kSlots];
 };
 
@@ -76,10 +81,18 @@ thread_local std::vector<PendingOp> t_group;
 class NcclRendezvous : public Rendezvous {
  public:
   NcclRendezvous(SharedComm* shared, uint64_t seq, int rank, int nranks)
-      : slot_(shared->slots[seq % kSlots]), seq_(seq), rank_(rank), nranks_(nranks) {}
+      : shared_(shared), slot_(shared->slots[seq % kSlots]), seq_(seq), rank_(rank), nranks_(nranks) {}
   void publish(uint64_t start_ns) override {
     slot_.start_ns[rank_].store(start_ns, std::memory_order_relaxed);
     slot_.seq_plus_one[rank_].store(seq_ + 1, std::memory_order_release);
+    shared_->epoch.fetch_add(1, std::memory_order_acq_rel);
+    // Not FUTEX_PRIVATE: the waiters are in the other ranks' processes too.
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&shared_->epoch), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  }
+  uint32_t epoch() override { return shared_->epoch.load(std::memory_order_acquire); }
+  void wait_for_epoch_change(uint32_t seen, uint64_t max_ns) override {
+    timespec timeout{time_t(max_ns / 1000000000ull), long(max_ns % 1000000000ull)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&shared_->epoch), FUTEX_WAIT, seen, &timeout, nullptr, 0);
   }
   bool collect(uint64_t* latest) override {
     uint64_t m = 0;
@@ -92,6 +105,7 @@ class NcclRendezvous : public Rendezvous {
   }
 
  private:
+  SharedComm* shared_;
   Slot& slot_;
   uint64_t seq_;
   int rank_, nranks_;
