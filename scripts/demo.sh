@@ -19,12 +19,38 @@ scripts/setup.sh
   "built yet, so there is nothing to demonstrate"
 mkdir -p "$out"
 truth="$out/data-bound.truth.json"
+recording="$out/data-bound.gwt"
+lib="$build_dir/lib/libgapwatch.so"
+[[ -f "$lib" ]] || die "$lib is missing: the build did not produce the recording library"
+rm -f "$recording"
 
 echo "gapwatch demo: a training loop whose GPU waits on its data pipeline (simulated GPU)"
 echo "scenario: $scenario"
 echo
-"$sim" "$scenario" --truth "$truth"
+echo "1. The job runs under gapwatch, with no change to it:"
+echo "   LD_PRELOAD=$lib gapwatch-sim $scenario"
+# GAPWATCH_CUPTI_PATH: the simulated CUPTI. On a real machine gapwatch finds the process's own.
+LD_PRELOAD="$lib" GAPWATCH_OUTPUT="$recording" \
+  GAPWATCH_CUPTI_PATH="$build_dir/simcuda/lib/libcupti.so.13" \
+  "$sim" "$scenario" --truth "$truth" --quiet
 echo
-echo "Ground truth (idle time per cause, as the simulator produced it): $truth"
-echo "Note: recording (libgapwatch.so) and the report are not built yet, so this shows the" \
-  "simulator's own account; gapwatch's measurement will appear here beside it."
+echo "2. What gapwatch measured:  gapwatch report $recording"
+echo
+"$build_dir/bin/gapwatch" report "$recording"
+echo
+echo "3. What the simulator knows it did (the ground truth, $truth):"
+echo
+python3 - "$truth" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for p in t["processes"]:
+    for d in p["devices"]:
+        w = d["window"]["ns"]
+        print("device %d: window %.1f ms, idle %.1f ms = %.1f%% of the window" % (
+            d["device"], w / 1e6, d["idle_ns"] / 1e6, 100 * d["idle_fraction"]))
+        causes = sorted(d["idle_by_cause"].items(), key=lambda kv: -kv[1])
+        print("  idle by cause: " + ", ".join("%s %.1f ms" % (k, v / 1e6) for k, v in causes if v))
+PY
+echo
+echo "The report's per-cause attribution and its advice come with the analysis engine (next issue);"
+echo "the window, idle time, gap histogram and sync points above are gapwatch's own measurement."
