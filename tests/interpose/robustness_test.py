@@ -95,6 +95,15 @@ class Robustness(unittest.TestCase):
             self.assertGreater(sum(1 for e in events if e["type"] == "api_call" and e["kind"] == "launch"), 0)
             self.assertEqual(len(self.gapwatch_lines(stderr)), 2, stderr)  # why, then where the file is
 
+    def test_cupti_of_another_major_version_is_not_used(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "r.gwt")
+            env = gwtest.gapwatch_env("preload", out, {"SIMCUDA_CUPTI_VERSION": "120008"})
+            self.run_sim("healthy", env, d)
+            hello = gwtest.dump(out)[0]
+            self.assertIn("libcupti reports version 120008", hello["cupti_unavailable"])
+            self.assertEqual(hello["probes"], ["cudart_hooks", "nccl_hooks"])
+
     def test_cupti_held_by_another_tool_names_it(self):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "r.gwt")
