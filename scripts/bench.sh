@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-python3 bench/launch_overhead.py --build build "$@"
+python3 bench/launch_overhead.py --build build
+python3 bench/analysis_throughput.py --build build

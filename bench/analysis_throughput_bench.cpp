@@ -1,0 +1,77 @@
+// analysis_throughput_bench: how fast a recording is read and analysed, and with how much memory.
+//   analysis_throughput_bench MODE FILE
+// MODE parse:  frames decoded with libprotobuf and nothing else (the speed to compare with)
+// MODE report: the full read (frames, deltas, strings) feeding the report builder
+// Prints events per second and the process's peak resident memory.
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <string>
+#include <vector>
+
+#include "collector/basic_report.h"
+#include "collector/byte_source.h"
+#include "collector/frame_decoder.h"
+#include "collector/recording_reader.h"
+#include "collector/stream_decoder.h"
+
+using namespace gapwatch;
+
+namespace {
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+// Counts events in frames parsed by libprotobuf: the floor any reader pays.
+class CountingSink final : public FrameSink {
+ public:
+  std::optional<ReadError> onFrame(const v1::Frame& frame, uint64_t) override {
+    if (frame.has_batch()) {
+      const auto& b = frame.batch();
+      events += uint64_t(b.api_calls_size() + b.activities_size() + b.nccl_calls_size() + b.markers_size());
+    }
+    return std::nullopt;
+  }
+  uint64_t events = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 || (strcmp(argv[1], "parse") && strcmp(argv[1], "report"))) {
+    fprintf(stderr, "usage: analysis_throughput_bench parse|report FILE\n");
+    return 1;
+  }
+  std::string mode = argv[1];
+  double start = now_s();
+  uint64_t events = 0;
+  if (mode == "parse") {
+    CountingSink sink;
+    ReadResult r = readRecordingFile(argv[2], sink);
+    if (!r.ok()) return fprintf(stderr, "%s\n", r.error->message.c_str()), 2;
+    events = sink.events;
+  } else {
+    FileByteSource source(argv[2]);
+    BasicReportBuilder builder;
+    StreamDecoder decoder(builder);
+    ReadResult r = readRecording(source, decoder);
+    if (!r.ok()) return fprintf(stderr, "%s\n", r.error->message.c_str()), 2;
+    BasicReport report = builder.finish(decoder.health());
+    events = report.api_calls + report.activities + report.nccl_calls + report.markers;
+  }
+  double seconds = now_s() - start;
+  printf("mode=%s events=%llu seconds=%.3f events_per_second=%.0f peak_rss_mb=%.1f\n", mode.c_str(),
+         (unsigned long long)events, seconds, double(events) / seconds, peak_rss_kb() / 1024.0);
+  return 0;
+}
