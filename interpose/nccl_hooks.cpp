@@ -47,14 +47,16 @@ struct NcclCallInfo {
   cudaStream_t stream;
 };
 
-void record(const NcclCallInfo& c, uint64_t enter, ncclResult_t result) {
+// `exit` is read by the caller right after the real call returns: the recorded interval is NCCL's,
+// not NCCL's plus the hook's own bookkeeping.
+void record(const NcclCallInfo& c, uint64_t enter, uint64_t exit, ncclResult_t result) {
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
   RawEvent e{};
   e.type = EventType::kNcclCall;
   e.kind = c.op;
   e.start_ns = enter;
-  e.end_ns = host_ticks();
+  e.end_ns = exit;
   e.correlation = reinterpret_cast<uint64_t>(c.comm);
   e.bytes = c.count * (c.count ? type_bytes(c.type) : 0);
   e.cbid = uint32_t(c.count);
@@ -79,7 +81,8 @@ GAPWATCH_HOOK ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, s
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(ncclAllReduce);
   ncclResult_t r = real(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  if (enter) record({kAllReduce, comm, count, datatype, -1, stream}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kAllReduce, comm, count, datatype, -1, stream}, enter, exit, r);
   return r;
 }
 
@@ -87,7 +90,8 @@ GAPWATCH_HOOK ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, s
                                          int root, ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(ncclBroadcast);
   ncclResult_t r = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-  if (enter) record({kBroadcast, comm, count, datatype, root, stream}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kBroadcast, comm, count, datatype, root, stream}, enter, exit, r);
   return r;
 }
 
@@ -95,7 +99,8 @@ GAPWATCH_HOOK ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size
                                       ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(ncclReduce);
   ncclResult_t r = real(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
-  if (enter) record({kReduce, comm, count, datatype, root, stream}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kReduce, comm, count, datatype, root, stream}, enter, exit, r);
   return r;
 }
 
@@ -103,7 +108,8 @@ GAPWATCH_HOOK ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, s
                                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(ncclAllGather);
   ncclResult_t r = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-  if (enter) record({kAllGather, comm, sendcount, datatype, -1, stream}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kAllGather, comm, sendcount, datatype, -1, stream}, enter, exit, r);
   return r;
 }
 
@@ -112,7 +118,8 @@ GAPWATCH_HOOK ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuf
                                              cudaStream_t stream) {
   NCCL_REAL(ncclReduceScatter);
   ncclResult_t r = real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
-  if (enter) record({kReduceScatter, comm, recvcount, datatype, -1, stream}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kReduceScatter, comm, recvcount, datatype, -1, stream}, enter, exit, r);
   return r;
 }
 
@@ -120,7 +127,8 @@ GAPWATCH_HOOK ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclData
                                     ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(ncclSend);
   ncclResult_t r = real(sendbuff, count, datatype, peer, comm, stream);
-  if (enter) record({kSend, comm, count, datatype, peer, stream}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kSend, comm, count, datatype, peer, stream}, enter, exit, r);
   return r;
 }
 
@@ -128,14 +136,16 @@ GAPWATCH_HOOK ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t
                                     cudaStream_t stream) {
   NCCL_REAL(ncclRecv);
   ncclResult_t r = real(recvbuff, count, datatype, peer, comm, stream);
-  if (enter) record({kRecv, comm, count, datatype, peer, stream}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kRecv, comm, count, datatype, peer, stream}, enter, exit, r);
   return r;
 }
 
 GAPWATCH_HOOK ncclResult_t ncclGroupStart() {
   NCCL_REAL(ncclGroupStart);
   ncclResult_t r = real();
-  if (enter) record({kGroupStart, nullptr, 0, ncclInt8, -1, nullptr}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kGroupStart, nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   ++t_group_depth;
   return r;
 }
@@ -144,22 +154,25 @@ GAPWATCH_HOOK ncclResult_t ncclGroupEnd() {
   NCCL_REAL(ncclGroupEnd);
   if (t_group_depth > 0) --t_group_depth;
   ncclResult_t r = real();
-  if (enter) record({kGroupEnd, nullptr, 0, ncclInt8, -1, nullptr}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kGroupEnd, nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   return r;
 }
 
 GAPWATCH_HOOK ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
   NCCL_REAL(ncclCommInitRank);
   ncclResult_t r = real(comm, nranks, id, rank);
+  uint64_t exit = enter ? host_ticks() : 0;
   if (Recorder* recorder = Recorder::active(); recorder && r == ncclSuccess && comm)
     recorder->note_nccl_comm(reinterpret_cast<uint64_t>(*comm), rank, nranks);
-  if (enter) record({kCommInit, comm ? *comm : nullptr, 0, ncclInt8, -1, nullptr}, enter, r);
+  if (enter) record({kCommInit, comm ? *comm : nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   return r;
 }
 
 GAPWATCH_HOOK ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   NCCL_REAL(ncclCommDestroy);
   ncclResult_t r = real(comm);
-  if (enter) record({kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, r);
+  uint64_t exit = enter ? host_ticks() : 0;
+  if (enter) record({kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   return r;
 }

@@ -102,7 +102,9 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
 void Recorder::mark_internal_thread() { t_internal_ = true; }
 
 EventRing* Recorder::new_ring() {
-  auto* slots = new RawEvent[ring_capacity_];
+  // Value-initialised, so every page is touched here on the flusher: an untouched page would fault
+  // inside a user's CUPTI callback once every 4 KiB of events (a 2-7 us stall on the hot path).
+  auto* slots = new RawEvent[ring_capacity_]();
   return new EventRing(slots, ring_capacity_);
 }
 

@@ -6,6 +6,7 @@
 // carry one id [verify on GPU; parcagpu dedupes nested driver callbacks by equal id].
 // Only outermost calls enter the log: the ground truth asks what the thread was doing, once.
 #include <atomic>
+#include <deque>
 #include <mutex>
 #include <vector>
 
@@ -19,20 +20,25 @@ std::atomic<uint32_t> g_next_correlation{1};
 thread_local int t_depth = 0;
 thread_local uint32_t t_correlation = 0;
 
+// A deque: appending never moves earlier entries, so an append costs the same at the millionth
+// call as at the first (a growing vector would stall a call for a copy of the whole log), and an
+// NCCL call can fill in its exit time in place (close_nccl_call).
 struct ApiLog {
   std::mutex mu;
-  std::vector<SimApiCall> calls;
+  std::deque<SimApiCall> calls;
+  std::vector<SimApiCall> snapshot;  // what simcuda_api_calls hands out, contiguous
 };
 ApiLog& api_log() {
   static ApiLog* log = new ApiLog;  // never destroyed: calls may be logged during exit
   return *log;
 }
 
-void append(SimApiCall call) {
+SimApiCall* append(SimApiCall call) {
   ApiLog& log = api_log();
   std::lock_guard<std::mutex> lock(log.mu);
   call.index = log.calls.size();
   log.calls.push_back(call);
+  return &log.calls.back();
 }
 
 }  // namespace
@@ -45,8 +51,7 @@ ApiScope::ApiScope(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const cha
   if (outermost_) t_correlation = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
   correlation_id_ = t_correlation;
   ++t_depth;
-  enter_ns_ = now_ns();
-  fire(CUPTI_API_ENTER);
+  fire(CUPTI_API_ENTER);  // takes enter_ns_
 }
 
 ApiScope::~ApiScope() { finish(); }
@@ -54,8 +59,8 @@ ApiScope::~ApiScope() { finish(); }
 void ApiScope::finish() {
   if (finished_) return;
   finished_ = true;
-  fire(CUPTI_API_EXIT);
-  uint64_t exit_ns = now_ns();
+  fire(CUPTI_API_EXIT);  // takes exit_ns_
+  uint64_t exit_ns = exit_ns_;
   --t_depth;
   if (!outermost_) return;
   SimApiCall call{};
@@ -75,7 +80,11 @@ void ApiScope::finish() {
   append(call);
 }
 
+// The call's logged enter and exit times are read where CUPTI's callbacks fire: the API boundary
+// a profiler can see. Reading them outside the callbacks would count a profiler's own callback
+// time as outside the call, tens of nanoseconds per call that add up over thousands of tiny gaps.
 void ApiScope::fire(CUpti_ApiCallbackSite site) {
+  (site == CUPTI_API_ENTER ? enter_ns_ : exit_ns_) = now_ns();
   const CuptiSink* sink = cupti_sink();
   if (!sink || !sink->api) return;
   CUpti_CallbackData data{};
@@ -91,17 +100,20 @@ void ApiScope::fire(CUpti_ApiCallbackSite site) {
   sink->api(domain_, cbid_, &data);
 }
 
-void log_nccl_call(const char* name, uint64_t enter_ns, uint64_t exit_ns, uint64_t bytes, uint64_t stream_id) {
+SimApiCall* open_nccl_call(const char* name, uint64_t enter_ns, uint64_t bytes) {
   SimApiCall call{};
   call.kind = SIM_CALL_NCCL;
   call.tid = current_tid();
   call.enter_ns = enter_ns;
-  call.exit_ns = exit_ns;
-  call.stream = stream_id;
   call.bytes = bytes;
   call.op_index = -1;
   call.name = name;
-  append(call);
+  return append(call);
+}
+
+void close_nccl_call(SimApiCall* call, uint64_t stream_id) {
+  call->stream = stream_id;
+  call->exit_ns = now_ns();  // the last thing before the call returns
 }
 
 }  // namespace simcuda
@@ -109,6 +121,7 @@ void log_nccl_call(const char* name, uint64_t enter_ns, uint64_t exit_ns, uint64
 extern "C" SIMCUDA_EXPORT size_t simcuda_api_calls(const SimApiCall** first) {
   auto& log = simcuda::api_log();
   std::lock_guard<std::mutex> lock(log.mu);
-  *first = log.calls.data();
-  return log.calls.size();
+  log.snapshot.assign(log.calls.begin(), log.calls.end());
+  *first = log.snapshot.data();
+  return log.snapshot.size();
 }

@@ -89,6 +89,7 @@ class SIMCUDA_EXPORT ApiScope {
   uint32_t correlation_id_ = 0;
   uint64_t correlation_data_ = 0;
   uint64_t enter_ns_ = 0;
+  uint64_t exit_ns_ = 0;
   int64_t op_index_ = -1;
   uint64_t stream_id_ = 0;
   uint64_t bytes_ = 0;
@@ -99,9 +100,10 @@ class SIMCUDA_EXPORT ApiScope {
 };
 
 // NCCL host calls are not CUDA API calls (CUPTI does not trace them) but the ground truth needs
-// them: libnccl logs each one here.
-SIMCUDA_EXPORT void log_nccl_call(const char* name, uint64_t enter_ns, uint64_t exit_ns, uint64_t bytes,
-                                  uint64_t stream_id);
+// them: libnccl logs each one, opened once the call knows its bytes and closed as it returns
+// (the exit time is read then, so the logging itself counts as inside the call).
+SIMCUDA_EXPORT SimApiCall* open_nccl_call(const char* name, uint64_t enter_ns, uint64_t bytes);
+SIMCUDA_EXPORT void close_nccl_call(SimApiCall* call, uint64_t stream_id);
 
 // ---- the virtual device ------------------------------------------------------------------------
 struct Stream;  // what a cudaStream_t / CUstream points to

@@ -180,11 +180,12 @@ void launch_kernel(ncclComm_t comm, cudaStream_t stream_handle, const char* name
   scope.finish();
 }
 
-// Launches now, or keeps it for the group's end.
-ncclResult_t submit(const char* api, PendingOp op, const std::string& kernel) {
+// Launches now, or keeps it for the group's end. `enter` is read first thing in the API entry
+// point, where an interposed profiler's own clock read also is.
+ncclResult_t submit(const char* api, PendingOp op, const std::string& kernel, uint64_t enter) {
   if (!op.comm) return ncclInvalidArgument;
-  uint64_t enter = now_ns();
   ensure_initialized();
+  SimApiCall* call = open_nccl_call(api, enter, op.bytes);
   uint64_t sid = 0;
   if (t_group_depth > 0) {
     t_group.push_back(op);
@@ -193,7 +194,7 @@ ncclResult_t submit(const char* api, PendingOp op, const std::string& kernel) {
     spend(kHostCallNs);
     launch_kernel(op.comm, op.stream, kernel_name(kernel), op.wire_bytes, &sid);
   }
-  log_nccl_call(api, enter, now_ns(), op.bytes, sid);
+  close_nccl_call(call, sid);
   return ncclSuccess;
 }
 
@@ -256,7 +257,7 @@ NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* out, int nranks, ncclUniq
   }
   if (rank == 0) shm_unlink(name.c_str());  // every rank has it mapped now; leave nothing in /dev/shm
   *out = comm;
-  log_nccl_call("ncclCommInitRank", enter, now_ns(), 0, 0);
+  close_nccl_call(open_nccl_call("ncclCommInitRank", enter, 0), 0);
   return ncclSuccess;
 }
 NCCL_ALIAS(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId id, int rank);
@@ -264,7 +265,7 @@ NCCL_ALIAS(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUni
 NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
-  log_nccl_call("ncclCommFinalize", enter, now_ns(), 0, 0);
+  close_nccl_call(open_nccl_call("ncclCommFinalize", enter, 0), 0);
   return ncclSuccess;
 }
 NCCL_ALIAS(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
@@ -273,7 +274,7 @@ NCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   // The mapping stays: device ops still pending may read their rendezvous slots.
-  log_nccl_call("ncclCommDestroy", enter, now_ns(), 0, 0);
+  close_nccl_call(open_nccl_call("ncclCommDestroy", enter, 0), 0);
   return ncclSuccess;
 }
 NCCL_ALIAS(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
@@ -281,7 +282,7 @@ NCCL_ALIAS(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) {
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
-  log_nccl_call("ncclCommAbort", enter, now_ns(), 0, 0);
+  close_nccl_call(open_nccl_call("ncclCommAbort", enter, 0), 0);
   return ncclSuccess;
 }
 NCCL_ALIAS(ncclResult_t, ncclCommAbort, ncclComm_t comm);
@@ -322,68 +323,75 @@ NCCL_ALIAS(const char*, ncclGetLastError, ncclComm_t comm);
 
 NCCL_EXPORT ncclResult_t pncclAllReduce(const void*, void*, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                                         ncclComm_t comm, cudaStream_t stream) {
+  uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
   std::string k = std::string("ncclDevKernel_AllReduce_") + op_name(op) + "_" + type_name(datatype) + "_RING_LL";
-  return submit("ncclAllReduce", {"AllReduce", ring_bytes("AllReduce", bytes, comm->nranks), bytes, comm, stream}, k);
+  return submit("ncclAllReduce", {"AllReduce", ring_bytes("AllReduce", bytes, comm->nranks), bytes, comm, stream}, k, enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 
 NCCL_EXPORT ncclResult_t pncclBroadcast(const void*, void*, size_t count, ncclDataType_t datatype, int root,
                                         ncclComm_t comm, cudaStream_t stream) {
+  uint64_t enter = now_ns();
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
-  return submit("ncclBroadcast", {"Broadcast", bytes, bytes, comm, stream}, "ncclDevKernel_Broadcast_RING_LL");
+  return submit("ncclBroadcast", {"Broadcast", bytes, bytes, comm, stream}, "ncclDevKernel_Broadcast_RING_LL", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
            int root, ncclComm_t comm, cudaStream_t stream);
 
 NCCL_EXPORT ncclResult_t pncclReduce(const void*, void*, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
+  uint64_t enter = now_ns();
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
   std::string k = std::string("ncclDevKernel_Reduce_") + op_name(op) + "_" + type_name(datatype) + "_RING_LL";
-  return submit("ncclReduce", {"Reduce", bytes, bytes, comm, stream}, k);
+  return submit("ncclReduce", {"Reduce", bytes, bytes, comm, stream}, k, enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
 
 NCCL_EXPORT ncclResult_t pncclAllGather(const void*, void*, size_t sendcount, ncclDataType_t datatype,
                                         ncclComm_t comm, cudaStream_t stream) {
+  uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   uint64_t bytes = sendcount * type_size(datatype) * uint64_t(comm->nranks);
   return submit("ncclAllGather", {"AllGather", ring_bytes("AllGather", bytes, comm->nranks), bytes, comm, stream},
-                "ncclDevKernel_AllGather_RING_LL");
+                "ncclDevKernel_AllGather_RING_LL", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 
 NCCL_EXPORT ncclResult_t pncclReduceScatter(const void*, void*, size_t recvcount, ncclDataType_t datatype,
                                             ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   uint64_t bytes = recvcount * type_size(datatype) * uint64_t(comm->nranks);
   std::string k = std::string("ncclDevKernel_ReduceScatter_") + op_name(op) + "_" + type_name(datatype) + "_RING_LL";
   return submit("ncclReduceScatter",
-                {"ReduceScatter", ring_bytes("ReduceScatter", bytes, comm->nranks), bytes, comm, stream}, k);
+                {"ReduceScatter", ring_bytes("ReduceScatter", bytes, comm->nranks), bytes, comm, stream}, k, enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 
 NCCL_EXPORT ncclResult_t pncclSend(const void*, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                    cudaStream_t stream) {
+  uint64_t enter = now_ns();
   if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
-  return submit("ncclSend", {"Send", bytes, bytes, comm, stream}, "ncclDevKernel_SendRecv");
+  return submit("ncclSend", {"Send", bytes, bytes, comm, stream}, "ncclDevKernel_SendRecv", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
            ncclComm_t comm, cudaStream_t stream);
 
 NCCL_EXPORT ncclResult_t pncclRecv(void*, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                    cudaStream_t stream) {
+  uint64_t enter = now_ns();
   if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
-  return submit("ncclRecv", {"Recv", bytes, bytes, comm, stream}, "ncclDevKernel_SendRecv");
+  return submit("ncclRecv", {"Recv", bytes, bytes, comm, stream}, "ncclDevKernel_SendRecv", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
            cudaStream_t stream);
@@ -391,7 +399,7 @@ NCCL_ALIAS(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t 
 NCCL_EXPORT ncclResult_t pncclGroupStart() {
   uint64_t enter = now_ns();
   ++t_group_depth;
-  log_nccl_call("ncclGroupStart", enter, now_ns(), 0, 0);
+  close_nccl_call(open_nccl_call("ncclGroupStart", enter, 0), 0);
   return ncclSuccess;
 }
 NCCL_ALIAS(ncclResult_t, ncclGroupStart);
@@ -422,7 +430,7 @@ NCCL_EXPORT ncclResult_t pncclGroupEnd() {
       launch_kernel(ops[i].comm, ops[i].stream, kernel_name(k), wire, &sid);
     }
   }
-  log_nccl_call("ncclGroupEnd", enter, now_ns(), 0, sid);
+  close_nccl_call(open_nccl_call("ncclGroupEnd", enter, 0), sid);
   return ncclSuccess;
 }
 NCCL_ALIAS(ncclResult_t, ncclGroupEnd);
