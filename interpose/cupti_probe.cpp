@@ -14,6 +14,7 @@
 #include "process_info.h"
 #include "recorder.h"
 #include "string_interner.h"
+#include "symbol_hooks.h"
 
 namespace gapwatch {
 namespace {
@@ -114,6 +115,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   e->correlation = d->correlationId;
   e->api_name = d->functionName;
   if (d->functionReturnValue) e->return_code = *static_cast<const int*>(d->functionReturnValue);
+  if (runtime) e->call_site = t_call_site;  // set when a preloaded hook is around this call
   recorder->publish();
 }
 

@@ -28,6 +28,7 @@ std::atomic<bool> g_symbol_mode{false};
 std::atomic<bool> g_start_attempted{false};
 bool g_injection_is_us = false;
 thread_local bool RuntimeHookScope::t_inside_ = false;
+thread_local const void* t_call_site = nullptr;
 
 namespace {
 

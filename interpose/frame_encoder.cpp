@@ -86,7 +86,9 @@ void FrameEncoder::batch(const BatchContent& b, std::string& out) {
   {
     uint64_t t = base, c = 0;
     uint32_t thread = 0;
-    for (const RawEvent& e : b.api_calls) {
+    for (size_t i = 0; i < b.api_calls.size(); ++i) {
+      const RawEvent& e = b.api_calls[i];
+      uint32_t call_site = i < b.api_call_sites.size() ? b.api_call_sites[i] : 0;
       w.message(4, item_, [&](ProtoWriter& m) {
         m.u64(1, e.kind);
         if (e.thread != thread) m.u64(2, e.thread);
@@ -103,6 +105,7 @@ void FrameEncoder::batch(const BatchContent& b, std::string& out) {
         // The interned API name says which call it was. cbid and domain are left out: two more
         // fields on every launch would break the 16-bytes-per-event budget.
         m.u64(13, uint32_t(e.peer));
+        m.u64(15, call_site);
       });
       t = e.start_ns, c = e.correlation, thread = e.thread;
     }

@@ -57,6 +57,7 @@ struct BatchContent {
   uint64_t sequence = 0;
   std::vector<StringDefinition> strings;
   std::vector<RawEvent> api_calls;    // EventType::kApiCall; api_name already interned into peer
+  std::vector<uint32_t> api_call_sites;  // parallel to api_calls: interned call site, 0 = none
   std::vector<RawEvent> activities;   // EventType::kActivity
   std::vector<RawEvent> nccl_calls;   // EventType::kNcclCall; comm id interned into correlation
   std::vector<NcclRankInfo> nccl_ranks;  // parallel to nccl_calls: the communicator's rank and size

@@ -52,7 +52,8 @@ struct RawEvent {
   int32_t return_code;   // api, nccl
   int32_t peer;          // nccl: peer or root; activity: name id (interned kernel name)
   const char* api_name;  // api, nccl: a string with static storage (CUPTI's functionName)
+  const void* call_site; // api: the return address in the caller of the hooked runtime function
 };
-static_assert(sizeof(RawEvent) == 72, "RawEvent is the ring's slot: keep it small and fixed");
+static_assert(sizeof(RawEvent) == 80, "RawEvent is the ring's slot: keep it small and fixed");
 
 }  // namespace gapwatch

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "call_site.h"
 #include "process_info.h"
 
 namespace gapwatch {
@@ -177,6 +178,7 @@ void Recorder::flush_once(bool final) {
   ticks_.calibrate();
   b.strings.clear();
   b.api_calls.clear();
+  b.api_call_sites.clear();
   b.nccl_calls.clear();
   b.nccl_ranks.clear();
   b.drops.clear();
@@ -204,6 +206,15 @@ void Recorder::flush_once(bool final) {
         if (inserted) it->second = e.api_name ? strings_.intern(string_kind::kApiName, e.api_name) : 0;
         copy.peer = int32_t(it->second);
         b.api_calls.push_back(copy);
+        // Call sites only where a report lists them (sync points, and async copies that may turn
+        // out pageable): on every launch they would cost the bytes-per-event budget.
+        uint32_t site = 0;
+        if (e.call_site && ((e.flags & kFlagBlocked) || e.kind == api_kind::kMemcpyAsync)) {
+          auto [where, fresh] = call_sites_.try_emplace(e.call_site, 0);
+          if (fresh) where->second = strings_.intern(string_kind::kCallSite, describe_call_site(e.call_site));
+          site = where->second;
+        }
+        b.api_call_sites.push_back(site);
       } else if (e.type == EventType::kNcclCall) {
         // Communicators travel as small ids (their order of first appearance), with their rank.
         RawEvent copy = e;

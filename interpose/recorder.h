@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "event_ring.h"
@@ -128,6 +129,7 @@ class Recorder {
   uint64_t cupti_dropped_sent_ = 0;
   std::atomic<bool> finished_{false};
   TickConverter ticks_;  // host timestamps arrive as ticks (host_clock.h)
+  std::unordered_map<const void*, uint32_t> call_sites_;  // return address -> interned text
 };
 
 }  // namespace gapwatch

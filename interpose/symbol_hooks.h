@@ -37,9 +37,16 @@ F real_function(std::atomic<F>& cache, const char* name) {
 
 // One hooked runtime call. Costs one relaxed load when CUPTI is the probe; records the call (with
 // the same classification as the CUPTI probe) when the hooks are.
+// The caller of the hooked runtime function in progress on this thread (its return address), for
+// the CUPTI probe to attach to the call it records: "where did this sync come from". Set and
+// cleared by the hooks (one thread-local store each way); nullptr when no hook is in progress.
+extern thread_local const void* t_call_site __attribute__((tls_model("initial-exec")));
+
 class RuntimeHookScope {
  public:
-  RuntimeHookScope() {
+  // `caller`: __builtin_return_address(0) of the hook, taken in the hook itself.
+  explicit RuntimeHookScope(const void* caller) : caller_(caller) {
+    if (!t_call_site) t_call_site = caller, owns_call_site_ = true;
     if (__builtin_expect(!g_start_attempted.load(std::memory_order_acquire), 0)) {
       // Nobody will call InitializeInjection for us (another tool owns CUDA_INJECTION64_PATH):
       // start here. Otherwise the driver starts us inside this very call.
@@ -52,6 +59,7 @@ class RuntimeHookScope {
   }
   ~RuntimeHookScope() {
     if (owner_) t_inside_ = false;
+    if (owns_call_site_) t_call_site = nullptr;
   }
   void finish(CUpti_CallbackId cbid, const void* params, const char* name, int result) {
     if (!enter_ || !g_symbol_mode.load(std::memory_order_relaxed)) return;
@@ -66,12 +74,15 @@ class RuntimeHookScope {
     e->end_ns = exit_ticks;
     e->api_name = name;
     e->return_code = result;
+    e->call_site = caller_;
     recorder->publish();
   }
 
  private:
   uint64_t enter_ = 0;
+  const void* caller_;
   bool owner_ = false;
+  bool owns_call_site_ = false;
   // A hooked call made inside another (the runtime calling itself through our symbols) is not a
   // second call.
   static thread_local bool t_inside_ __attribute__((tls_model("initial-exec")));

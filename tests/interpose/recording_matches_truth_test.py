@@ -84,6 +84,14 @@ class RecordingMatchesTruth(unittest.TestCase):
         else:
             self.assertEqual(sum(nccl_got.values()), 0)  # hooks do not interpose without LD_PRELOAD
 
+        # Sync points carry their native caller when the hooks are preloaded (the CUPTI probe takes
+        # it from the hook around the call); without LD_PRELOAD there is no hook to take it.
+        blocked = [e for e in events if e["type"] == "api_call" and e["blocked"] and e["domain"] != "driver"]
+        if preload:
+            self.assertTrue(blocked and all(e["call_site"] for e in blocked), "%s: call sites" % scenario)
+        else:
+            self.assertFalse(any(e["call_site"] for e in blocked))
+
         goodbye = [e for e in events if e["type"] == "goodbye"]
         self.assertEqual(len(goodbye), 1, "%s: the recording was not finished" % scenario)
         self.assertEqual(goodbye[0]["events_dropped"], 0)
