@@ -11,19 +11,31 @@
 #pragma once
 
 #include <gapwatch/v1/stream.pb.h>
+#include <google/protobuf/arena.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace gapwatch {
 
+// Offered the bytes of each whole frame before they are parsed (see FrameDecoder::setTaker).
+class FrameBytesTaker {
+ public:
+  virtual ~FrameBytesTaker() = default;
+  // `frame`: the frame's bytes without the length prefix; `offset`: the prefix's stream offset.
+  // Returns true when it took the frame (it is then neither parsed nor returned by next()).
+  virtual bool takeFrameBytes(std::span<const uint8_t> frame, uint64_t offset) = 0;
+};
+
 class FrameDecoder {
  public:
   enum class Status {
     kFrame,          // frame() holds the next frame
+    kFrameTaken,     // the taker took the next frame (frameOffset() says where it was)
     kNeedMoreBytes,  // the buffered bytes end before the next whole frame
     kCorrupt,        // corruption() says why; every later call returns kCorrupt too
   };
@@ -31,6 +43,10 @@ class FrameDecoder {
   // `stream_offset`: the offset of the first byte that will be appended, so that offsets in
   // messages are file offsets (a .gwt file's frames begin after its 12-byte header).
   explicit FrameDecoder(uint64_t stream_offset = 0);
+
+  // Offers every later non-empty frame to `taker` (nullptr: none) before parsing it: a reader that
+  // decodes some frames faster from their bytes than from the parsed message.
+  void setTaker(FrameBytesTaker* taker) { taker_ = taker; }
 
   // Adds bytes that follow those appended before. Ignored once the stream is corrupt.
   void append(std::span<const uint8_t> bytes);
@@ -40,7 +56,7 @@ class FrameDecoder {
   Status next();
 
   // The frame the last kFrame result decoded; valid until the next call to next().
-  const v1::Frame& frame() const { return frame_; }
+  const v1::Frame& frame() const { return *frame_; }
   // Stream offset of that frame's length prefix.
   uint64_t frameOffset() const { return frame_offset_; }
 
@@ -49,7 +65,7 @@ class FrameDecoder {
   // Bytes buffered past wholeFramesEnd(): at the end of the data, a frame cut short.
   std::size_t pendingBytes() const { return buffer_.size() - read_position_; }
 
-  uint64_t framesDecoded() const { return frames_decoded_; }
+  uint64_t framesDecoded() const { return frames_decoded_; }  // taken frames included
   uint64_t framesSkipped() const { return frames_skipped_; }
 
   // Why the stream is corrupt, and the offset of the bad frame's length prefix.
@@ -58,11 +74,21 @@ class FrameDecoder {
 
  private:
   Status fail(std::string why);
+  // A fresh, empty frame in the arena, dropping the previous one.
+  void resetFrame();
 
   std::vector<uint8_t> buffer_;
   std::size_t read_position_ = 0;  // first byte of buffer_ not yet decoded
   uint64_t consumed_offset_;       // stream offset of buffer_[read_position_]
-  v1::Frame frame_;
+  // Frames are parsed into an arena: a batch is thousands of small messages, which the heap would
+  // allocate and free one by one per frame (protobuf cannot reuse them: Clear() deletes a oneof's
+  // message). The arena's first block is ours and grows to what a frame needs, so a steady stream
+  // of frames allocates nothing.
+  std::unique_ptr<char[]> arena_block_;
+  std::size_t arena_block_bytes_ = 0;
+  std::unique_ptr<google::protobuf::Arena> arena_;
+  v1::Frame* frame_ = nullptr;  // owned by arena_
+  FrameBytesTaker* taker_ = nullptr;
   uint64_t frame_offset_ = 0;
   uint64_t frames_decoded_ = 0;
   uint64_t frames_skipped_ = 0;

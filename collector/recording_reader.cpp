@@ -101,7 +101,19 @@ ReadResult readRecording(ByteSource& source, FrameSink& sink) {
   }
   summary.format_version = version;
 
+  // Offers the sink each frame's bytes first (FrameSink::takeFrameBytes).
+  class SinkTaker final : public FrameBytesTaker {
+   public:
+    explicit SinkTaker(FrameSink& sink) : sink_(sink) {}
+    bool takeFrameBytes(std::span<const uint8_t> frame, uint64_t offset) override {
+      return sink_.takeFrameBytes(frame, offset);
+    }
+
+   private:
+    FrameSink& sink_;
+  } taker(sink);
   FrameDecoder decoder(kFileHeaderBytes);
+  decoder.setTaker(&taker);
   std::vector<uint8_t> chunk(kReadChunkBytes);
   for (;;) {
     const std::size_t n = source.read(chunk);
@@ -109,8 +121,9 @@ ReadResult readRecording(ByteSource& source, FrameSink& sink) {
     summary.bytes_read += n;
     decoder.append(std::span(chunk.data(), n));
     FrameDecoder::Status status;
-    while ((status = decoder.next()) == FrameDecoder::Status::kFrame) {
+    while ((status = decoder.next()) == FrameDecoder::Status::kFrame || status == FrameDecoder::Status::kFrameTaken) {
       ++summary.frames;
+      if (status == FrameDecoder::Status::kFrameTaken) continue;  // the sink handled it
       if (auto error = sink.onFrame(decoder.frame(), decoder.frameOffset())) {
         summary.skipped_frames = decoder.framesSkipped();
         result.error = std::move(error);

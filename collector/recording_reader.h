@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace gapwatch {
@@ -63,6 +64,12 @@ class FrameSink {
   // `offset`: byte offset of the frame's length prefix. Return an error to stop reading (for
   // example a Hello with a wire protocol version this build does not read), nullopt to go on.
   virtual std::optional<ReadError> onFrame(const v1::Frame& frame, uint64_t offset) = 0;
+  // An optional fast path: the bytes of a whole, non-empty frame (without its length prefix)
+  // before libprotobuf parses them. Return true after handling the frame exactly as onFrame would
+  // have handled it parsed (it is then not parsed, nor passed to onFrame); false to have it parsed
+  // and passed to onFrame as usual. A sink may take only frames that parse, and must leave the
+  // rest (anything it does not fully understand) to onFrame. Cannot stop the read.
+  virtual bool takeFrameBytes(std::span<const uint8_t> /*frame*/, uint64_t /*offset*/) { return false; }
 };
 
 // Reads a whole recording from `source`. Never throws for anything the bytes contain.

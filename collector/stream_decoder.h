@@ -69,12 +69,20 @@ class StreamDecoder final : public FrameSink {
   // Decodes one frame and passes it on. Refuses (returns an error for) a Hello whose wire protocol
   // version this build does not read.
   std::optional<ReadError> onFrame(const v1::Frame& frame, uint64_t offset) override;
+  // The fast path for batch frames: decodes the wire bytes straight into the batch, without
+  // building the protobuf messages, with exactly the result onFrame gives. Leaves every frame it
+  // does not fully understand (another body, an unknown field, a malformed or unusual encoding) to
+  // libprotobuf and onFrame, so what a frame means is always what libprotobuf says.
+  bool takeFrameBytes(std::span<const uint8_t> frame, uint64_t offset) override;
 
   const StringTable& strings() const { return strings_; }
   const StreamHealth& health() const { return health_; }
 
  private:
   void decodeBatch(const v1::EventBatch& batch, uint64_t offset);
+  // Fills batch_ from a Frame holding one EventBatch, string definitions not yet applied; false
+  // (batch_ then undefined) for anything the fast path leaves to libprotobuf.
+  bool parseBatchFrame(std::span<const uint8_t> frame);
   void trackSequence(uint64_t sequence);
 
   RecordingVisitor& visitor_;

@@ -3,14 +3,19 @@
 // Commands live in <command>_command.{h,cpp}; this file only wires them to CLI11 and turns
 // command-line mistakes into exit code 1 (docs/cli.md).
 #include "tools/dump_command.h"
+#include "tools/duration_text.h"
 #include "tools/exit_codes.h"
 #include "tools/report_command.h"
+#include "tools/report_terminal.h"
 
 #include <gapwatch/recording_format.h>
 
 #include <CLI/CLI.hpp>
 #include <google/protobuf/stubs/logging.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -49,9 +54,27 @@ int main(int argc, char** argv) {
   dump_command->add_option("FILE", dump.file, "A .gwt recording")->required();
 
   cli::ReportOptions report;
+  std::string min_gap_text, launch_threshold_text;
   CLI::App* report_command = app.add_subcommand(
-      "report", "Device busy and idle time, idle gaps and sync points, per process and device");
-  report_command->add_option("FILE", report.files, "One or more .gwt recordings")->required();
+      "report", "Why the GPU was idle: the verdict, the causes ranked with their evidence and fix, and the numbers");
+  report_command->add_flag("--json", report.json, "Write one JSON document (docs/report-json.md) instead of text");
+  report_command->add_option("--top", report.analysis.top_n, "How many longest gaps (and call sites) to list")
+      ->check(CLI::Range(0u, 1000u))
+      ->default_str(std::to_string(report.analysis.top_n));
+  const CLI::Validator duration_check(
+      [](std::string& text) {
+        return cli::parseDuration(text) ? std::string() : "not a duration: give a number and a unit (30us, 1.5ms, 2s)";
+      },
+      "DURATION");
+  report_command->add_option("--min-gap", min_gap_text, "List only gaps at least this long (they still count as idle)")
+      ->check(duration_check)
+      ->default_str("0us");
+  report_command
+      ->add_option("--launch-threshold", launch_threshold_text,
+                   "A shorter gap while the host is outside any CUDA call is launch overhead, a longer one host CPU")
+      ->check(duration_check)
+      ->default_str("30us");
+  report_command->add_option("FILE", report.files, "One or more .gwt recordings (several: one per rank)")->required();
 
   try {
     app.parse(argc, argv);
@@ -63,7 +86,14 @@ int main(int argc, char** argv) {
 
   try {
     if (*dump_command) return cli::runDump(dump, std::cout, std::cerr);
-    if (*report_command) return cli::runReport(report, std::cout, std::cerr);
+    if (*report_command) {
+      if (!min_gap_text.empty()) report.analysis.min_gap_ns = *cli::parseDuration(min_gap_text);
+      if (!launch_threshold_text.empty()) {
+        report.analysis.launch_threshold_ns = *cli::parseDuration(launch_threshold_text);
+      }
+      report.colour = cli::colourWanted(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
+      return cli::runReport(report, std::cout, std::cerr);
+    }
   } catch (const std::exception& e) {
     std::cerr << "gapwatch: internal error: " << e.what() << '\n';
     return cli::kExitInternalError;

@@ -1,5 +1,10 @@
-// tools/report_command.h: `gapwatch report FILE...`, the basic report of each recording.
+// tools/report_command.h: `gapwatch report [--json] [--top N] [--min-gap D] [--launch-threshold D]
+// FILE...`: analyses each recording (one per process or rank), diagnoses why the GPU was idle,
+// and writes the report as text (report_terminal.h) or as one JSON document (report_json.h).
 #pragma once
+
+#include "collector/analysis/analysis_result.h"
+#include "tools/report_content.h"
 
 #include <ostream>
 #include <string>
@@ -9,9 +14,16 @@ namespace gapwatch::cli {
 
 struct ReportOptions {
   std::vector<std::string> files;
+  bool json = false;
+  bool colour = false;  // ANSI colour in the text report (main decides: a terminal, no NO_COLOR)
+  analysis::AnalysisOptions analysis;
 };
 
-// Reports every file, even after one fails; returns the worst exit code (exit_codes.h).
+// Reads and analyses every file (each in one pass), then the ranks together, then the diagnosis.
+// Error and notice lines go to `err`; `exit_code` receives the worst code (exit_codes.h).
+ReportContent gatherReport(const ReportOptions& options, std::ostream& err, int& exit_code);
+
+// gatherReport, then the report on `out`; returns the exit code.
 int runReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace gapwatch::cli

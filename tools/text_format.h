@@ -4,27 +4,26 @@
 // none of them can move the cursor or change a terminal's state.
 #pragma once
 
+#include "collector/analysis/quantity_text.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace gapwatch::cli {
 
-// A duration for people, three significant digits: "812 ns", "4.10 us", "12.3 ms", "2.50 s",
-// "12 min 05 s", "3 h 02 min".
-std::string formatDuration(uint64_t ns);
+// Durations ("12.3 ms"), counts ("1,234,567") and shares ("73.6%") read the same everywhere:
+// they come from collector/analysis/quantity_text.h, which the diagnosis's evidence uses too.
+using gapwatch::formatCount;
+using gapwatch::formatDuration;
+using gapwatch::formatPercent;
+using gapwatch::formatWholePercent;
 
 // A duration to the nanosecond, in microseconds: "4.100us", "0.012us", "1200000.000us".
 std::string formatExactMicros(uint64_t ns);
 
 // `ns - reference_ns` in seconds to the nanosecond, signed: "+0.000012000", "-1.500000000".
 std::string formatRelativeSeconds(uint64_t ns, uint64_t reference_ns);
-
-// 1234567 -> "1,234,567".
-std::string formatCount(uint64_t n);
-
-// 0.7361 -> "73.6%".
-std::string formatPercent(double fraction);
 
 // The text with control characters (C0, DEL, C1) and backslashes written as escapes.
 std::string printable(std::string_view text);

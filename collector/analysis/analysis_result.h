@@ -58,6 +58,18 @@ struct DeviceAnalysis {
   GapHistogram gaps;
   std::array<uint64_t, kIdleCauseCount> idle_by_cause_ns{};  // sums to idle_ns
   uint64_t after_sync_ns = 0;  // idle in gaps that began when a host sync returned
+  // Added for the diagnosis (docs/analysis.md, "Diagnosis"). A diagnosis that finds them all 0
+  // while after_sync_ns > 0 estimates them instead (an engine that does not fill them yet).
+  uint64_t after_sync_gaps = 0;                                    // gaps flagged after_sync
+  std::array<uint64_t, kIdleCauseCount> after_sync_by_cause_ns{};  // their idle by cause
+  // Sum over after_sync gaps [g0, g1) of min(g1 - g0, B), B the longest blocked time (exit - enter)
+  // of a blocked call that returned in [g0, g1) on the gap's thread T (the one that queued the
+  // activity ending the gap; any thread when T is unknown): the idle the host could have hidden
+  // had it not waited, since it would have done the gap's host work during the wait while the
+  // device still ran what was queued. Longest, not the drainer's: item() is a pageable copy that
+  // waits for the queue (260 us in sync-bound), then a stream sync that finds it empty (1 us); the
+  // copy's wait is what could be hidden, whichever of the two the after_sync rule names.
+  uint64_t after_sync_hideable_ns = 0;
   std::vector<StreamIdle> streams;
   std::vector<IdleGap> longest_gaps;  // top_n by length
 };
@@ -117,6 +129,10 @@ struct Finding {              // one cause the diagnosis found, with its evidenc
   double idle_share = 0;      // of the process's total idle
   std::vector<std::pair<std::string, std::string>> evidence;  // name -> value, as printed
   std::string fix;
+  // Added for `gapwatch report --json`: the evidence as numbers, key -> value. Keys say their
+  // unit: *_ns nanoseconds, *_fraction 0..1, *_per_second, *_per_step, else a count
+  // (docs/report-json.md).
+  std::vector<std::pair<std::string, double>> numbers;
 };
 
 struct ProcessAnalysis {
@@ -148,6 +164,7 @@ struct AnalysisReport {
   AnalysisOptions options;
   std::vector<ProcessAnalysis> processes;
   std::vector<RankWait> rank_waits;  // empty with one rank
+  std::vector<Finding> findings;     // across ranks (diagnoseAcrossRanks), ranked by idle_ns
 };
 
 }  // namespace gapwatch::analysis

@@ -1,0 +1,519 @@
+// tests/unit/analysis_device_idle_test.cpp: the device idle stage on cases computed by hand.
+//
+// Window, busy and gaps (overlapping streams, zero-length kernels, the window's edges, clock
+// ties), every attribution rule of docs/scenarios.md's ground truth and their precedence,
+// after_sync, events that arrive out of order or too late, HTA's per-stream breakdown, the
+// longest gaps, and what a recording without a device timeline claims. Times are microseconds
+// (us()); a gap of 30 us or more outside any call is host_cpu, a shorter one launch_overhead.
+
+#include <catch2/catch.hpp>
+
+#include "analysis_test_events.h"
+#include "collector/analysis/device_idle.h"
+
+namespace {
+
+using namespace gapwatch;
+using namespace gapwatch::analysis;
+using namespace gapwatch::analysis::test;
+
+constexpr uint32_t kMain = 100;  // the training thread
+constexpr uint32_t kOther = 200;
+
+// By value: the tests call it on a temporary result.
+DeviceAnalysis onlyDevice(const ProcessAnalysis& a) {
+  REQUIRE(a.devices.size() == 1);
+  return a.devices[0];
+}
+
+}  // namespace
+
+TEST_CASE("busy is the union of overlapping streams; the gap is attributed by the launching thread") {
+  // Stream 7: [100, 300) and [500, 600); stream 13: [200, 400). Busy [100, 400) + [500, 600).
+  // The gap [400, 500) ends at the kernel queued by a launch at [450, 455): the thread was outside
+  // any call before and after it, and the gap is 100 us long, so that time is host_cpu.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(50), us(60), 1))
+      .add(launch(kMain, us(60), us(70), 2, 13))
+      .add(launch(kMain, us(450), us(455), 3))
+      .add(kernelAt(us(100), us(300), 1))
+      .add(kernelAt(us(200), us(400), 2, 13))
+      .add(kernelAt(us(500), us(600), 3));
+  const DeviceAnalysis d = onlyDevice(feed.run(true, us(10)));
+  CHECK(d.window_start_ns == us(100));
+  CHECK(d.window_end_ns == us(600));
+  CHECK(d.busy_ns == us(400));
+  CHECK(d.idle_ns == us(100));
+  CHECK(d.idle_fraction == Approx(0.2));
+  CHECK(d.leading_ns == us(90));  // process start (10) to the first activity (100)
+  CHECK(d.kernels == 3);
+  CHECK(d.gaps.count() == 1);
+  CHECK(cause(d, IdleCause::kHostCpu) == us(95));
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(5));
+  CHECK(causeSum(d) == d.idle_ns);
+  CHECK_FALSE(d.longest_gaps.at(0).after_sync);
+}
+
+TEST_CASE("time before the first and after the last activity is not idle") {
+  EngineFeed feed;
+  feed.add(launch(kMain, us(0), us(5), 1))
+      .add(launch(kMain, us(900), us(905), 2))  // long after the last kernel ended
+      .add(kernelAt(us(500), us(510), 1));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(d.window_start_ns == us(500));
+  CHECK(d.window_end_ns == us(510));
+  CHECK(d.idle_ns == 0);
+  CHECK(d.gaps.count() == 0);
+}
+
+TEST_CASE("a zero-length record is counted but neither ends a gap nor widens the window") {
+  // Kernels [100, 200) and [300, 400) with zero-length ones at 250 and 500: one gap [200, 300),
+  // ended by the kernel at 300 (its launch at [280, 285)), not by the empty one at 250.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(launch(kMain, us(240), us(245), 2))
+      .add(launch(kMain, us(280), us(285), 3))
+      .add(launch(kMain, us(290), us(292), 4))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(250), us(250), 2))
+      .add(kernelAt(us(300), us(400), 3))
+      .add(kernelAt(us(500), us(500), 4));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(d.kernels == 4);
+  CHECK(d.window_end_ns == us(400));
+  CHECK(d.gaps.count() == 1);
+  CHECK(d.idle_ns == us(100));
+  // [240, 245) and [280, 285) and [290, 292) are launch calls; the rest (89 us) host_cpu.
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(12));
+  CHECK(cause(d, IdleCause::kHostCpu) == us(88));
+}
+
+TEST_CASE("work queued before the gap began makes the whole gap a dependency") {
+  // The kernel at 500 was launched at [300, 310), before the device went idle at 400: it waited
+  // for something else (an event, another stream, a peer).
+  EngineFeed feed;
+  feed.add(launch(kMain, us(50), us(60), 1))
+      .add(launch(kMain, us(300), us(310), 2))
+      .add(kernelAt(us(100), us(400), 1))
+      .add(kernelAt(us(500), us(600), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kDependency) == us(100));
+  CHECK(causeSum(d) == us(100));
+}
+
+TEST_CASE("a call that returns exactly when the device goes idle is still a dependency") {
+  EngineFeed feed;
+  feed.add(launch(kMain, us(50), us(60), 1))
+      .add(launch(kMain, us(390), us(400), 2))
+      .add(kernelAt(us(100), us(400), 1))
+      .add(kernelAt(us(420), us(430), 2));
+  CHECK(cause(onlyDevice(feed.run()), IdleCause::kDependency) == us(20));
+}
+
+TEST_CASE("a short gap outside any call is launch overhead, a long one host_cpu") {
+  EngineFeed short_gap;
+  short_gap.add(launch(kMain, us(10), us(15), 1))
+      .add(launch(kMain, us(205), us(210), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(220), us(230), 2));  // 20 us gap
+  const DeviceAnalysis s = onlyDevice(short_gap.run());
+  CHECK(cause(s, IdleCause::kLaunchOverhead) == us(20));
+
+  EngineFeed threshold_gap;  // exactly the threshold (30 us) is no longer shorter than it
+  threshold_gap.add(launch(kMain, us(10), us(15), 1))
+      .add(launch(kMain, us(225), us(228), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(230), us(240), 2));
+  const DeviceAnalysis t = onlyDevice(threshold_gap.run());
+  CHECK(cause(t, IdleCause::kHostCpu) == us(27));
+  CHECK(cause(t, IdleCause::kLaunchOverhead) == us(3));
+}
+
+TEST_CASE("the launch threshold is an option") {
+  AnalysisOptions options;
+  options.launch_threshold_ns = us(10);
+  EngineFeed feed(options);
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(launch(kMain, us(205), us(210), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(220), us(230), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kHostCpu) == us(15));
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(5));
+}
+
+TEST_CASE("time inside a blocking copy is sync_copy") {
+  // A synchronous H2D copy (blocked) at [210, 400) whose copy runs at [350, 390): the gap
+  // [200, 350) is host_cpu until the call (10 us) and sync_copy inside it (140 us).
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(call(v1::API_KIND_MEMCPY, kMain, us(210), us(400), 2, true))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(copyAt(us(350), us(390), 2, v1::MEMORY_KIND_PINNED));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kHostCpu) == us(10));
+  CHECK(cause(d, IdleCause::kSyncCopy) == us(140));
+  CHECK(d.memcpys == 1);
+}
+
+TEST_CASE("an async copy blocks when its record shows pageable memory, and only then") {
+  auto run = [](v1::MemoryKind host_memory) {
+    EngineFeed feed;
+    feed.add(launch(kMain, us(10), us(15), 1))
+        .add(call(v1::API_KIND_MEMCPY_ASYNC, kMain, us(210), us(400), 2))
+        .add(kernelAt(us(100), us(200), 1))
+        .nextBatch()  // the copy's record comes in a later batch, as CUPTI's buffers do
+        .add(copyAt(us(350), us(390), 2, host_memory));
+    return feed.run();
+  };
+  const ProcessAnalysis pageable = run(v1::MEMORY_KIND_PAGEABLE);
+  CHECK(cause(onlyDevice(pageable), IdleCause::kSyncCopy) == us(140));
+  const ProcessAnalysis pinned = run(v1::MEMORY_KIND_PINNED);
+  CHECK(cause(onlyDevice(pinned), IdleCause::kSyncCopy) == 0);
+  CHECK(cause(onlyDevice(pinned), IdleCause::kLaunchOverhead) == us(140));
+}
+
+TEST_CASE("time inside an NCCL host call is nccl_host, even around the launch nested in it") {
+  // ncclAllReduce at [210, 400) launches its kernel through cuLaunchKernelEx at [380, 385); the
+  // kernel starts at 390.
+  EngineFeed feed;
+  ApiCallEvent driver_launch = launch(kMain, us(380), us(385), 5);
+  driver_launch.domain = v1::API_DOMAIN_DRIVER;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(ncclCall(kMain, us(210), us(400)))
+      .add(driver_launch)
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(390), us(450), 5));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kHostCpu) == us(10));
+  CHECK(cause(d, IdleCause::kNcclHost) == us(180));
+}
+
+TEST_CASE("time inside other CUDA calls is cuda_api") {
+  // cudaMalloc (blocked, an implicit sync) at [210, 300), then the launch at [300, 305).
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(call(v1::API_KIND_MALLOC, kMain, us(210), us(300), 0, true))
+      .add(launch(kMain, us(300), us(305), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(310), us(400), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kHostCpu) == us(15));  // [200, 210) and [305, 310)
+  CHECK(cause(d, IdleCause::kCudaApi) == us(90));
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(5));
+  CHECK(causeSum(d) == us(110));
+}
+
+TEST_CASE("where calls overlap, sync_copy beats nccl_host beats launch beats cuda_api") {
+  // On one thread during the gap [200, 300): a cuda_api call [200, 300); inside it a launch-type
+  // call [210, 280); inside that an NCCL call [220, 270); inside that a blocked copy [230, 260).
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(call(v1::API_KIND_OTHER, kMain, us(200), us(300)))
+      .add(call(v1::API_KIND_EVENT_RECORD, kMain, us(210), us(280)))
+      .add(ncclCall(kMain, us(220), us(270)))
+      .add(call(v1::API_KIND_MEMSET, kMain, us(230), us(260), 0, true))
+      .add(launch(kMain, us(290), us(295), 2))  // inside the cuda_api call: launch wins there
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(300), us(310), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kSyncCopy) == us(30));
+  CHECK(cause(d, IdleCause::kNcclHost) == us(20));          // [220, 230) + [260, 270)
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(25));    // [210, 220) + [270, 280) + [290, 295)
+  CHECK(cause(d, IdleCause::kCudaApi) == us(25));           // [200, 210) + [280, 290) + [295, 300)
+}
+
+TEST_CASE("only the launching thread's calls count") {
+  // Another thread sits in a blocking copy during the whole gap; the kernel's own thread is in
+  // Python: the gap is host_cpu.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(call(v1::API_KIND_MEMCPY, kOther, us(150), us(500), 9, true))
+      .add(launch(kMain, us(290), us(295), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(300), us(310), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kHostCpu) == us(95));
+  CHECK(cause(d, IdleCause::kSyncCopy) == 0);
+}
+
+TEST_CASE("without the call that queued the work, the gap gets the rule of a thread in no call") {
+  EngineFeed feed;  // the launch of correlation 2 was dropped
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(300), us(310), 2))
+      .add(kernelAt(us(320), us(330), 3));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kHostCpu) == us(100));        // 100 us: as if outside any call
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(10));  // 10 us
+}
+
+TEST_CASE("on a clock tie the activity with the lowest correlation id ends the gap") {
+  // Two kernels start at 300 on two streams: correlation 5 was queued at [50, 55) (long before
+  // the gap: dependency), correlation 7 at [290, 295). The gap [200, 300) belongs to 5.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(launch(kMain, us(50), us(55), 5, 13))
+      .add(launch(kMain, us(290), us(295), 7))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(300), us(320), 7))
+      .add(kernelAt(us(300), us(310), 5, 13));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kDependency) == us(100));
+  CHECK(d.busy_ns == us(120));
+}
+
+TEST_CASE("back-to-back activities leave no gap") {
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(launch(kMain, us(16), us(20), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(200), us(300), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(d.gaps.count() == 0);
+  CHECK(d.busy_ns == us(200));
+}
+
+TEST_CASE("a gap that begins when a blocked sync returns is after_sync, and its type gets the idle") {
+  // cudaStreamSynchronize [60, 203) waits for the kernel [100, 200); the host then runs Python
+  // until the launch at [250, 255); the kernel starts at 257.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(50), us(55), 1))
+      .add(call(v1::API_KIND_STREAM_SYNC, kMain, us(60), us(203), 0, true))
+      .add(launch(kMain, us(250), us(255), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(257), us(300), 2));
+  const ProcessAnalysis a = feed.run();
+  const DeviceAnalysis d = onlyDevice(a);
+  CHECK(d.after_sync_ns == us(57));
+  CHECK(d.after_sync_gaps == 1);
+  CHECK(d.after_sync_hideable_ns == us(57));  // min(gap 57, blocked 143)
+  CHECK(cause(d, IdleCause::kCudaApi) == us(3));
+  CHECK(cause(d, IdleCause::kHostCpu) == us(49));
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(5));
+  CHECK(d.after_sync_by_cause_ns == d.idle_by_cause_ns);
+  REQUIRE(a.sync_points.size() == kSyncPointKindCount);
+  CHECK(a.sync_points[static_cast<std::size_t>(SyncPointKind::kStreamSync)].idle_after_ns == us(57));
+  CHECK(d.longest_gaps.at(0).after_sync);
+}
+
+TEST_CASE("after_sync follows what the sync waited for, not when it returned") {
+  // The truth flags a gap when a blocked call waited for exactly the work that ended at g0.
+  auto base = [](EngineFeed& feed) {
+    feed.add(launch(kMain, us(50), us(55), 1)).add(kernelAt(us(100), us(200), 1));
+  };
+  EngineFeed late_return;  // another thread's device sync waited for kernel 1, returned after g1
+  base(late_return);
+  late_return.add(call(v1::API_KIND_DEVICE_SYNC, kOther, us(60), us(320), 0, true))
+      .add(launch(kMain, us(290), us(295), 2))
+      .add(kernelAt(us(300), us(310), 2));
+  CHECK(onlyDevice(late_return.run()).after_sync_ns == us(100));
+
+  EngineFeed late_start;  // entered after the device went idle: it still waited for kernel 1
+  base(late_start);
+  late_start.add(call(v1::API_KIND_DEVICE_SYNC, kMain, us(210), us(220), 0, true))
+      .add(launch(kMain, us(290), us(295), 2))
+      .add(kernelAt(us(300), us(310), 2));
+  CHECK(onlyDevice(late_start.run()).after_sync_ns == us(100));
+
+  EngineFeed waited_for_next;  // kernel 2 was queued before the sync: it waited for that too
+  base(waited_for_next);
+  waited_for_next.add(launch(kMain, us(56), us(58), 2, 13))
+      .add(call(v1::API_KIND_DEVICE_SYNC, kMain, us(60), us(320), 0, true))
+      .add(kernelAt(us(300), us(310), 2, 13));
+  const DeviceAnalysis w = onlyDevice(waited_for_next.run());
+  CHECK(w.after_sync_ns == 0);
+  CHECK(cause(w, IdleCause::kDependency) == us(100));
+
+  EngineFeed queued_later;  // kernel 1 was queued after the sync began: not what it waited for
+  queued_later.add(call(v1::API_KIND_DEVICE_SYNC, kOther, us(40), us(203), 0, true))
+      .add(launch(kMain, us(50), us(55), 1))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(launch(kMain, us(290), us(295), 2))
+      .add(kernelAt(us(300), us(310), 2));
+  CHECK(onlyDevice(queued_later.run()).after_sync_ns == 0);
+}
+
+TEST_CASE("a stream sync drains the queue only for work on its own stream") {
+  // The call does not name its stream; CUPTI's SYNCHRONIZATION record (same correlation id) does.
+  auto run = [](uint64_t synced_stream) {
+    EngineFeed feed;
+    DeviceActivityEvent record = work(v1::ACTIVITY_KIND_SYNC, us(61), us(202), 9, synced_stream);
+    record.sync_kind = v1::SYNC_KIND_STREAM_SYNCHRONIZE;
+    feed.add(launch(kMain, us(50), us(55), 1))
+        .add(call(v1::API_KIND_STREAM_SYNC, kMain, us(60), us(203), 9, true))
+        .add(launch(kMain, us(250), us(255), 2))
+        .add(kernelAt(us(100), us(200), 1))
+        .add(record)
+        .add(kernelAt(us(260), us(300), 2));
+    return onlyDevice(feed.run()).after_sync_ns;
+  };
+  CHECK(run(7) == us(60));
+  CHECK(run(13) == 0);
+}
+
+TEST_CASE("a sync that waited for a zero-length copy after the device went idle did not drain it") {
+  // item(): a 4-byte D2H copy into pageable memory (a zero-length record at 250) and a stream sync
+  // that waits for that copy; the queue drained at 200 but neither call waited for that.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(50), us(55), 1))
+      .add(call(v1::API_KIND_MEMCPY_ASYNC, kMain, us(150), us(252), 2))
+      .add(call(v1::API_KIND_STREAM_SYNC, kMain, us(253), us(256), 3, true))
+      .add(launch(kMain, us(280), us(285), 4))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(copyAt(us(250), us(250), 2, v1::MEMORY_KIND_PAGEABLE, v1::COPY_KIND_D2H))
+      .add(kernelAt(us(290), us(300), 4));
+  const ProcessAnalysis a = feed.run();
+  const DeviceAnalysis d = onlyDevice(a);
+  CHECK(d.after_sync_ns == 0);
+  CHECK(d.memcpys == 1);
+  CHECK(a.sync_points[static_cast<std::size_t>(SyncPointKind::kPageableAsyncCopy)].count == 1);
+}
+
+TEST_CASE("a sync whose waited-for work is reported later is still placed in order") {
+  // The batches come in drained order, not time order: first the host thread's calls up to
+  // 1 ms (the sync returned at 203 us, long before its kernel's record arrives), then CUPTI's
+  // records of both kernels.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(50), us(55), 1))
+      .add(call(v1::API_KIND_STREAM_SYNC, kMain, us(60), us(203), 0, true))
+      .add(launch(kMain, us(250), us(255), 2))
+      .add(launch(kMain, us(990), us(995), 3))
+      .nextBatch()
+      .add(kernelAt(us(257), us(300), 2))  // out of order inside the batch too
+      .add(kernelAt(us(100), us(200), 1))
+      .nextBatch()
+      .add(kernelAt(us(1000), us(1010), 3));
+  const ProcessAnalysis a = feed.run();
+  const DeviceAnalysis d = onlyDevice(a);
+  CHECK(a.late_events == 0);
+  CHECK(d.after_sync_ns == us(57));
+  CHECK(cause(d, IdleCause::kHostCpu) == us(49) + us(695));  // then [300, 990) + [995, 1000)
+  CHECK(cause(d, IdleCause::kCudaApi) == us(3));
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(10));
+}
+
+TEST_CASE("an activity that arrives after the window has passed it is counted late and left out") {
+  AnalysisOptions options;
+  options.reorder_window_ns = ms(1);
+  EngineFeed feed(options);
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(launch(kMain, us(20), us(25), 2))
+      .add(launch(kMain, ms(5), ms(5) + us(5), 3))
+      .add(kernelAt(us(100), us(200), 1))
+      .nextBatch()
+      .add(kernelAt(ms(5) + us(10), ms(5) + us(20), 3))  // releases everything up to 4.01 ms
+      .nextBatch()
+      .add(kernelAt(us(50), us(60), 2));  // too late: the kernel at 100 us is out already
+  const ProcessAnalysis a = feed.run();
+  CHECK(a.late_events == 1);
+  const DeviceAnalysis d = onlyDevice(a);
+  CHECK(d.kernels == 2);
+  CHECK(d.busy_ns == us(110));
+}
+
+TEST_CASE("HTA's per-stream breakdown: host_wait, kernel_wait and other") {
+  // Stream 7: k1 [100, 200); k2 [210, 300) launched at 60, before k1 ended: a 10 us interval
+  // under HTA's 30 us is kernel_wait; k3 [400, 500) launched at 350, after k2 ended: host_wait;
+  // k4 [600, 700) launched at 390, before k3 ended, 100 us: other.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(50), us(55), 1))
+      .add(launch(kMain, us(60), us(65), 2))
+      .add(launch(kMain, us(350), us(355), 3))
+      .add(launch(kMain, us(390), us(395), 4))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(210), us(300), 2))
+      .add(kernelAt(us(400), us(500), 3))
+      .add(kernelAt(us(600), us(700), 4))
+      .add(kernelAt(us(150), us(160), 9, 13));  // another stream: its own row
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  REQUIRE(d.streams.size() == 2);
+  const StreamIdle& s = d.streams[0];
+  CHECK(s.stream == 7);
+  CHECK(s.kernel_wait_ns == us(10));
+  CHECK(s.host_wait_ns == us(100));
+  CHECK(s.other_ns == us(100));
+  CHECK(d.streams[1].stream == 13);
+  CHECK(d.streams[1].host_wait_ns + d.streams[1].kernel_wait_ns + d.streams[1].other_ns == 0);
+}
+
+TEST_CASE("the longest gaps are kept by length, with min_gap_ns hiding short ones from the list only") {
+  AnalysisOptions options;
+  options.top_n = 2;
+  options.min_gap_ns = us(20);
+  EngineFeed feed(options);
+  feed.add(launch(kMain, us(1), us(2), 1))
+      .add(kernelAt(us(100), us(110), 1))
+      .add(kernelAt(us(120), us(130), 2))   // gap 10 us
+      .add(kernelAt(us(180), us(190), 3))   // gap 50 us
+      .add(kernelAt(us(220), us(230), 4));  // gap 30 us
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(d.gaps.count() == 3);
+  CHECK(d.idle_ns == us(90));
+  REQUIRE(d.longest_gaps.size() == 2);
+  CHECK(d.longest_gaps[0].start_ns == us(130));
+  CHECK(d.longest_gaps[0].end_ns == us(180));
+  CHECK(d.longest_gaps[1].start_ns == us(190));
+  uint64_t listed = 0;
+  for (uint64_t v : d.longest_gaps[0].by_cause_ns) listed += v;
+  CHECK(listed == us(50));
+  // The histogram has all three: 10 us in [8, 16) us, 30 us in [16, 32), 50 us in [32, 64).
+  CHECK(d.gaps.bucket(GapHistogram::bucketOf(us(10))).count == 1);
+  CHECK(d.gaps.bucket(GapHistogram::bucketOf(us(30))).total_ns == us(30));
+  CHECK(d.gaps.bucket(GapHistogram::bucketOf(us(50))).count == 1);
+}
+
+TEST_CASE("devices are analysed apart") {
+  EngineFeed feed;
+  feed.add(launch(kMain, us(1), us(2), 1))
+      .add(launch(kMain, us(3), us(4), 2))
+      .add(kernelAt(us(100), us(200), 1, 7, 0))
+      .add(kernelAt(us(150), us(250), 2, 7, 1))
+      .add(kernelAt(us(300), us(310), 3, 7, 0));
+  const ProcessAnalysis a = feed.run();
+  REQUIRE(a.devices.size() == 2);
+  CHECK(a.devices[0].device == 0);
+  CHECK(a.devices[0].idle_ns == us(100));
+  CHECK(a.devices[1].device == 1);
+  CHECK(a.devices[1].idle_ns == 0);
+}
+
+TEST_CASE("without the activity probe nothing is claimed about device idle") {
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1)).add(call(v1::API_KIND_DEVICE_SYNC, kMain, us(20), us(90), 0, true));
+  const ProcessAnalysis a = feed.run(/*device_timeline=*/false);
+  CHECK_FALSE(a.device_timeline);
+  CHECK(a.devices.empty());
+  CHECK(a.sync_points[static_cast<std::size_t>(SyncPointKind::kDeviceSync)].count == 1);
+}
+
+TEST_CASE("the calls held for attribution stay bounded however long the recording") {
+  // 20 000 launches of 10 us kernels, each after 30 us of Python: the stage must forget calls the
+  // device has passed.
+  AnalysisPipeline pipeline;
+  auto& idle = pipeline.emplaceStage<DeviceIdleStage>(pipeline.options());
+  pipeline.onHello(helloFor(true), 0);
+  StringTable strings;
+  std::size_t most_held = 0;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    DecodedBatch batch;
+    const uint64_t t = us(40) * i;
+    batch.api_calls.push_back(launch(kMain, t, t + us(5), i + 1));
+    batch.api_calls.push_back(call(v1::API_KIND_STREAM_SYNC, kMain, t + us(6), t + us(18), 0, true));
+    batch.activities.push_back(kernelAt(t + us(7), t + us(17), i + 1));
+    pipeline.onBatch(batch, strings);
+    most_held = std::max(most_held, idle.heldCalls());
+  }
+  StreamHealth health;
+  health.has_goodbye = true;
+  const ProcessAnalysis a = pipeline.finish(ReadResult{}, health);
+  CHECK(most_held < 64);
+  REQUIRE(a.devices.size() == 1);
+  // Each gap [t + 17, t + 47): 1 us in this step's sync and 1 us in the next one's (it enters at
+  // t + 46), 22 + 1 us of Python, 5 us in the launch.
+  CHECK(a.devices[0].gaps.count() == 19999);
+  CHECK(cause(a.devices[0], IdleCause::kCudaApi) == 19999 * us(2));
+  CHECK(cause(a.devices[0], IdleCause::kHostCpu) == 19999 * us(23));
+  CHECK(cause(a.devices[0], IdleCause::kLaunchOverhead) == 19999 * us(5));
+  CHECK(a.devices[0].after_sync_ns == 19999 * us(30));
+}

@@ -1,0 +1,127 @@
+// tests/unit/analysis_sync_stats_test.cpp: sync points by type on cases computed by hand: counts,
+// blocked time, nearest-rank percentiles (exact, then from the bounded histogram), async copies
+// that count only when their record shows pageable memory, and call sites not yet recorded.
+
+#include <catch2/catch.hpp>
+
+#include "analysis_test_events.h"
+#include "collector/analysis/duration_percentiles.h"
+#include "collector/analysis/sync_stats.h"
+
+namespace {
+
+using namespace gapwatch;
+using namespace gapwatch::analysis;
+using namespace gapwatch::analysis::test;
+
+const SyncTypeStats& of(const ProcessAnalysis& a, SyncPointKind kind) {
+  REQUIRE(a.sync_points.size() == kSyncPointKindCount);
+  return a.sync_points[static_cast<std::size_t>(kind)];
+}
+
+}  // namespace
+
+TEST_CASE("nearest-rank percentiles are exact for small counts") {
+  DurationPercentiles p;
+  CHECK(p.percentile(50) == 0);
+  for (uint64_t v : {7, 1, 9, 3, 5, 2, 8, 4, 10, 6}) p.add(v);
+  CHECK(p.count() == 10);
+  CHECK(p.percentile(50) == 5);   // v[ceil(5) - 1] = v[4]
+  CHECK(p.percentile(99) == 10);  // v[ceil(9.9) - 1] = v[9]
+  CHECK(p.percentile(10) == 1);
+  DurationPercentiles one;
+  one.add(42);
+  CHECK(one.percentile(50) == 42);
+  CHECK(one.percentile(99) == 42);
+}
+
+TEST_CASE("past the exact samples percentiles come from the histogram, within 1%") {
+  DurationPercentiles p;
+  for (uint64_t v = 1; v <= 100000; ++v) p.add(v * 1000);  // 1 us .. 100 ms
+  CHECK(p.count() == 100000);
+  CHECK(p.percentile(50) == Approx(50000 * 1000.0).epsilon(0.01));
+  CHECK(p.percentile(99) == Approx(99000 * 1000.0).epsilon(0.01));
+}
+
+TEST_CASE("sync points are counted by type with their blocked time and percentiles") {
+  EngineFeed feed;
+  for (uint64_t i = 1; i <= 10; ++i) {
+    feed.add(call(v1::API_KIND_STREAM_SYNC, 1, us(100) * i, us(100) * i + us(i), 0, true));
+  }
+  feed.add(call(v1::API_KIND_DEVICE_SYNC, 1, us(2000), us(2050), 0, true))
+      .add(call(v1::API_KIND_MEMCPY, 1, us(3000), us(3010), 0, true))   // D2H: blocked
+      .add(call(v1::API_KIND_MEMCPY, 1, us(3100), us(3105), 0, false))  // small H2D: did not block
+      .add(call(v1::API_KIND_FREE, 1, us(3200), us(3230), 0, true))
+      .add(call(v1::API_KIND_LAUNCH, 1, us(3300), us(3305), 0, false));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& stream = of(a, SyncPointKind::kStreamSync);
+  CHECK(stream.kind == SyncPointKind::kStreamSync);
+  CHECK(stream.count == 10);
+  CHECK(stream.total_ns == us(55));
+  CHECK(stream.p50_ns == us(5));
+  CHECK(stream.p99_ns == us(10));
+  CHECK(of(a, SyncPointKind::kDeviceSync).total_ns == us(50));
+  CHECK(of(a, SyncPointKind::kSyncCopy).count == 1);
+  CHECK(of(a, SyncPointKind::kAllocFree).count == 1);
+  CHECK(of(a, SyncPointKind::kEventSync).count == 0);
+  CHECK(of(a, SyncPointKind::kEventSync).p50_ns == 0);
+}
+
+TEST_CASE("an async copy is a sync point only when its record shows a pageable host side") {
+  EngineFeed feed;
+  feed.add(call(v1::API_KIND_MEMCPY_ASYNC, 1, us(10), us(50), 1))
+      .add(call(v1::API_KIND_MEMCPY_ASYNC, 1, us(60), us(65), 2))
+      .add(call(v1::API_KIND_MEMCPY_ASYNC, 1, us(70), us(75), 3))  // its record never came
+      .nextBatch()
+      .add(copyAt(us(20), us(45), 1, v1::MEMORY_KIND_PAGEABLE, v1::COPY_KIND_D2H))
+      .add(copyAt(us(66), us(70), 2, v1::MEMORY_KIND_PINNED));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& pageable = of(a, SyncPointKind::kPageableAsyncCopy);
+  CHECK(pageable.count == 1);
+  CHECK(pageable.total_ns == us(40));
+}
+
+TEST_CASE("call sites the recorder did not record are listed as such") {
+  EngineFeed feed;
+  feed.add(call(v1::API_KIND_STREAM_SYNC, 1, us(10), us(20), 0, true))
+      .add(call(v1::API_KIND_STREAM_SYNC, 1, us(30), us(35), 0, true));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& stream = of(a, SyncPointKind::kStreamSync);
+  REQUIRE(stream.top_call_sites.size() == 1);
+  CHECK(stream.top_call_sites[0].name == kCallSiteNotRecorded);
+  CHECK(stream.top_call_sites[0].count == 2);
+  CHECK(stream.top_call_sites[0].total_ns == us(15));
+  CHECK(of(a, SyncPointKind::kDeviceSync).top_call_sites.empty());
+}
+
+TEST_CASE("recorded call sites are named from the string table and ranked by blocked time") {
+  AnalysisOptions options;
+  options.top_n = 1;
+  AnalysisPipeline pipeline(options);
+  addStandardStages(pipeline);
+  pipeline.onHello(helloFor(true), 0);
+  StringTable strings;
+  strings.define(v1::STRING_KIND_CALL_SITE, 1, "train.py:42 loss.item()");
+  strings.define(v1::STRING_KIND_CALL_SITE, 2, "train.py:50 print(acc)");
+  DecodedBatch batch;
+  ApiCallEvent a = call(v1::API_KIND_STREAM_SYNC, 1, us(10), us(20), 0, true);
+  a.call_site_id = 1;
+  ApiCallEvent b = call(v1::API_KIND_STREAM_SYNC, 1, us(30), us(90), 0, true);
+  b.call_site_id = 2;
+  batch.api_calls = {a, b};
+  pipeline.onBatch(batch, strings);
+  StreamHealth health;
+  const ProcessAnalysis r = pipeline.finish(ReadResult{}, health);
+  const SyncTypeStats& stream = of(r, SyncPointKind::kStreamSync);
+  REQUIRE(stream.top_call_sites.size() == 1);
+  CHECK(stream.top_call_sites[0].name == "train.py:50 print(acc)");
+  CHECK(r.truncated);  // no Goodbye
+}
+
+TEST_CASE("sync times count without a device timeline too") {
+  EngineFeed feed;
+  feed.add(call(v1::API_KIND_DEVICE_SYNC, 1, us(10), us(40), 0, true));
+  const ProcessAnalysis a = feed.run(false);
+  CHECK(of(a, SyncPointKind::kDeviceSync).total_ns == us(30));
+  CHECK(of(a, SyncPointKind::kDeviceSync).idle_after_ns == 0);
+}

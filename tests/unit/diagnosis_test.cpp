@@ -1,0 +1,387 @@
+// tests/unit/diagnosis_test.cpp: the diagnosis on hand-built analyses: each finding appears above
+// its threshold and not below, a healthy run has none, findings are ranked by the idle they
+// explain, that idle adds up to the device's idle, and no finding comes without numbers and a fix.
+#include "collector/analysis/diagnosis.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+using namespace gapwatch;
+using namespace gapwatch::analysis;
+
+namespace {
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kWindow = 100 * kMs;
+
+std::size_t at(IdleCause cause) { return static_cast<std::size_t>(cause); }
+
+// A process with one device whose 100 ms window has the given idle time, split by cause, and
+// `gaps` gaps of equal length making up that idle time.
+ProcessAnalysis processWith(std::array<uint64_t, kIdleCauseCount> by_cause, uint64_t gaps = 10) {
+  ProcessAnalysis p;
+  p.pid = 42;
+  p.rank = 0;
+  p.probes = {"cupti_activity"};
+  DeviceAnalysis d;
+  d.window_start_ns = 1'000 * kMs;
+  d.window_end_ns = d.window_start_ns + kWindow;
+  d.leading_ns = 5 * kMs;
+  d.idle_by_cause_ns = by_cause;
+  for (uint64_t ns : by_cause) d.idle_ns += ns;
+  d.busy_ns = kWindow - d.idle_ns;
+  d.idle_fraction = static_cast<double>(d.idle_ns) / kWindow;
+  d.kernels = 1000;
+  for (uint64_t i = 0; i < gaps && d.idle_ns > 0; ++i) d.gaps.add(d.idle_ns / gaps);
+  p.devices.push_back(d);
+  for (std::size_t k = 0; k < kSyncPointKindCount; ++k) {
+    SyncTypeStats s;
+    s.kind = static_cast<SyncPointKind>(k);
+    p.sync_points.push_back(s);
+  }
+  return p;
+}
+
+std::array<uint64_t, kIdleCauseCount> only(IdleCause cause, uint64_t ns) {
+  std::array<uint64_t, kIdleCauseCount> by_cause{};
+  by_cause[at(cause)] = ns;
+  return by_cause;
+}
+
+std::vector<std::string> ids(const ProcessAnalysis& p) {
+  std::vector<std::string> out;
+  for (const Finding& f : p.findings) out.push_back(f.id);
+  return out;
+}
+
+bool hasFinding(const ProcessAnalysis& p, const std::string& id) {
+  const auto all = ids(p);
+  return std::find(all.begin(), all.end(), id) != all.end();
+}
+
+const Finding& finding(const ProcessAnalysis& p, const std::string& id) {
+  for (const Finding& f : p.findings) {
+    if (f.id == id) return f;
+  }
+  FAIL("no finding " << id);
+  static Finding none;
+  return none;
+}
+
+double number(const Finding& f, const std::string& key) {
+  for (const auto& [k, v] : f.numbers) {
+    if (k == key) return v;
+  }
+  FAIL("finding " << f.id << " has no number " << key);
+  return 0;
+}
+
+ProcessAnalysis diagnosed(ProcessAnalysis p) {
+  diagnose(p, AnalysisOptions{});
+  return p;
+}
+
+// Makes `ns` of the device's idle follow a sync, with the given hideable part, drained by `kind`.
+void afterSync(ProcessAnalysis& p, IdleCause cause, uint64_t ns, uint64_t hideable_ns, uint64_t gaps,
+               SyncPointKind kind = SyncPointKind::kStreamSync) {
+  DeviceAnalysis& d = p.devices.front();
+  d.after_sync_ns += ns;
+  d.after_sync_gaps += gaps;
+  d.after_sync_by_cause_ns[at(cause)] += ns;
+  d.after_sync_hideable_ns += hideable_ns;
+  SyncTypeStats& s = p.sync_points[static_cast<std::size_t>(kind)];
+  s.count += gaps;
+  s.total_ns += hideable_ns;
+  s.p50_ns = gaps ? hideable_ns / gaps : 0;
+  s.idle_after_ns += ns;
+}
+
+}  // namespace
+
+TEST_CASE("a healthy run has no finding and says so") {
+  // The shipped healthy scenario: 0.2 % idle, mostly host_cpu.
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  causes[at(IdleCause::kHostCpu)] = 160 * kUs;
+  causes[at(IdleCause::kLaunchOverhead)] = 30 * kUs;
+  causes[at(IdleCause::kSyncCopy)] = 10 * kUs;
+  ProcessAnalysis p = diagnosed(processWith(causes, 6));
+  CHECK(p.findings.empty());
+  CHECK(verdict(p) == "GPU idle 0.2% of the time; no cause of idle time passes its threshold");
+}
+
+TEST_CASE("each cause becomes a finding above the threshold and not below") {
+  // 5 % of the 100 ms window is the threshold: 6 ms passes, 4 ms does not.
+  const struct {
+    IdleCause cause;
+    const char* finding;
+  } cases[] = {{IdleCause::kHostCpu, kFindingDataPipeline},     {IdleCause::kSyncCopy, kFindingPageableCopies},
+               {IdleCause::kLaunchOverhead, kFindingLaunchOverhead}, {IdleCause::kNcclHost, kFindingNccl},
+               {IdleCause::kCudaApi, kFindingCudaApi},           {IdleCause::kDependency, kFindingDependency}};
+  for (const auto& c : cases) {
+    INFO(c.finding);
+    const ProcessAnalysis above = diagnosed(processWith(only(c.cause, 6 * kMs)));
+    REQUIRE(ids(above) == std::vector<std::string>{c.finding});
+    CHECK(above.findings[0].idle_ns == 6 * kMs);
+    CHECK(above.findings[0].idle_share == Approx(1.0));
+    CHECK(causeOfFinding(c.finding) == idleCauseName(c.cause));
+    CHECK(diagnosed(processWith(only(c.cause, 4 * kMs))).findings.empty());
+  }
+}
+
+TEST_CASE("the threshold is a share of the window, at exactly 5 %") {
+  CHECK(hasFinding(diagnosed(processWith(only(IdleCause::kHostCpu, 5 * kMs))), kFindingDataPipeline));
+  CHECK_FALSE(hasFinding(diagnosed(processWith(only(IdleCause::kHostCpu, 5 * kMs - 1))), kFindingDataPipeline));
+  DiagnosisThresholds strict;
+  strict.min_window_share = 0.10;
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 6 * kMs));
+  diagnose(p, AnalysisOptions{}, strict);
+  CHECK(p.findings.empty());
+}
+
+TEST_CASE("findings are ranked by the idle time each explains, and the verdict names the first") {
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  causes[at(IdleCause::kLaunchOverhead)] = 10 * kMs;
+  causes[at(IdleCause::kHostCpu)] = 50 * kMs;
+  causes[at(IdleCause::kSyncCopy)] = 20 * kMs;
+  ProcessAnalysis p = diagnosed(processWith(causes));
+  CHECK(ids(p) == std::vector<std::string>{kFindingDataPipeline, kFindingPageableCopies, kFindingLaunchOverhead});
+  CHECK(p.findings[0].idle_share == Approx(50.0 / 80.0));
+  CHECK(verdict(p) == "GPU idle 80.0% of the time; 63% of it waiting on the data pipeline (host CPU)");
+}
+
+TEST_CASE("the findings' idle adds up to the device's idle, each nanosecond explained once") {
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  causes[at(IdleCause::kHostCpu)] = 31 * kMs;
+  causes[at(IdleCause::kLaunchOverhead)] = 7 * kMs;
+  causes[at(IdleCause::kSyncCopy)] = 3 * kMs;
+  causes[at(IdleCause::kCudaApi)] = 1 * kMs;
+  causes[at(IdleCause::kNcclHost)] = 2 * kMs;
+  causes[at(IdleCause::kDependency)] = 1 * kMs;
+  ProcessAnalysis p = processWith(causes);
+  afterSync(p, IdleCause::kHostCpu, 20 * kMs, 12 * kMs, 40);
+  afterSync(p, IdleCause::kLaunchOverhead, 4 * kMs, 4 * kMs, 40);
+  const IdleExplanation x = explainIdle(p);
+  const uint64_t sum = x.data_pipeline_ns + x.pageable_copies_ns + x.launch_overhead_ns + x.sync_points_ns +
+                       x.nccl_ns + x.warmup_ns + x.cuda_api_ns + x.dependency_ns;
+  CHECK(x.idle_ns == 45 * kMs);
+  CHECK(sum <= x.idle_ns);
+  CHECK(sum + 2 >= x.idle_ns);  // rounding of the proportional split, at most a nanosecond per cause
+  CHECK(x.sync_points_ns == 16 * kMs);
+}
+
+TEST_CASE("syncs explain the idle the host could have hidden, not the whole after-sync idle") {
+  SECTION("short host work after each sync (sync-bound): the sync is the cause") {
+    // 240 item() calls, each followed by ~90 us of Python with more than that queued before it.
+    std::array<uint64_t, kIdleCauseCount> causes{};
+    causes[at(IdleCause::kHostCpu)] = 22 * kMs;
+    causes[at(IdleCause::kLaunchOverhead)] = 5 * kMs;
+    ProcessAnalysis p = processWith(causes, 250);
+    afterSync(p, IdleCause::kHostCpu, 19 * kMs, 19 * kMs, 200, SyncPointKind::kPageableAsyncCopy);
+    afterSync(p, IdleCause::kLaunchOverhead, 4 * kMs, 4 * kMs, 40, SyncPointKind::kPageableAsyncCopy);
+    diagnose(p, AnalysisOptions{});
+    REQUIRE_FALSE(p.findings.empty());
+    CHECK(p.findings[0].id == kFindingSyncPoints);
+    CHECK(p.findings[0].idle_ns == 23 * kMs);
+    CHECK(number(p.findings[0], "after_sync_gaps") == 240);
+    CHECK_FALSE(hasFinding(p, kFindingDataPipeline));  // 3 ms of host_cpu left: under 5 %
+    CHECK(causeOfFinding(kFindingSyncPoints) == "after_sync");
+  }
+  SECTION("long host work after a short sync (data-bound): the data pipeline is the cause") {
+    ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 80 * kMs), 11);
+    afterSync(p, IdleCause::kHostCpu, 80 * kMs, 15 * kMs, 11, SyncPointKind::kPageableAsyncCopy);
+    diagnose(p, AnalysisOptions{});
+    CHECK(ids(p) == std::vector<std::string>{kFindingDataPipeline, kFindingSyncPoints});
+    CHECK(finding(p, kFindingDataPipeline).idle_ns == 65 * kMs);
+    CHECK(finding(p, kFindingSyncPoints).idle_ns == 15 * kMs);
+  }
+  SECTION("a blocking copy after a sync stays the copies' finding") {
+    ProcessAnalysis p = processWith(only(IdleCause::kSyncCopy, 40 * kMs), 2000);
+    afterSync(p, IdleCause::kSyncCopy, 40 * kMs, 30 * kMs, 2000, SyncPointKind::kPageableAsyncCopy);
+    diagnose(p, AnalysisOptions{});
+    CHECK(ids(p) == std::vector<std::string>{kFindingPageableCopies});
+  }
+  SECTION("hideable idle under the threshold makes no sync finding") {
+    ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 30 * kMs), 11);
+    afterSync(p, IdleCause::kHostCpu, 30 * kMs, 4 * kMs, 11);
+    diagnose(p, AnalysisOptions{});
+    CHECK(ids(p) == std::vector<std::string>{kFindingDataPipeline});
+  }
+  SECTION("without the engine's per-gap numbers the split is estimated from the histogram, and says so") {
+    ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 24 * kMs), 240);  // 100 us gaps
+    DeviceAnalysis& d = p.devices.front();
+    d.after_sync_ns = 24 * kMs;  // flagged, but no per-gap details
+    SyncTypeStats& s = p.sync_points[static_cast<std::size_t>(SyncPointKind::kStreamSync)];
+    s.count = 240;
+    s.p50_ns = 260 * kUs;  // each sync waited longer than the gap after it
+    s.idle_after_ns = 24 * kMs;
+    const IdleExplanation x = explainIdle(p);
+    CHECK(x.after_sync_estimated);
+    CHECK(x.sync_points_ns == 24 * kMs);
+    diagnose(p, AnalysisOptions{});
+    REQUIRE(ids(p) == std::vector<std::string>{kFindingSyncPoints});
+    bool says_estimated = false;
+    for (const auto& [name, value] : p.findings[0].evidence) {
+      says_estimated = says_estimated || value.find("estimated") != std::string::npos;
+    }
+    CHECK(says_estimated);
+  }
+}
+
+TEST_CASE("mid-run stalls far longer than the typical long gap are compile / warm-up") {
+  // warmup-recompile: 17 data gaps of ~1.5 ms and two recompiles of 71 and 91 ms.
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  causes[at(IdleCause::kHostCpu)] = 17 * 1500 * kUs + 162 * kMs;
+  ProcessAnalysis p = processWith(causes, 0);
+  DeviceAnalysis& d = p.devices.front();
+  d.window_end_ns = d.window_start_ns + 360 * kMs;
+  d.busy_ns = 360 * kMs - d.idle_ns;
+  for (int i = 0; i < 17; ++i) d.gaps.add(1500 * kUs);
+  d.gaps.add(71 * kMs);
+  d.gaps.add(91 * kMs);
+  for (uint64_t length : {91 * kMs, 71 * kMs, 1600 * kUs, 1550 * kUs, 1500 * kUs}) {
+    IdleGap gap;
+    gap.start_ns = d.window_start_ns + 10 * kMs;
+    gap.end_ns = gap.start_ns + length;
+    gap.by_cause_ns[at(IdleCause::kHostCpu)] = length;
+    d.longest_gaps.push_back(gap);
+  }
+  diagnose(p, AnalysisOptions{});
+  REQUIRE_FALSE(p.findings.empty());
+  const Finding& f = p.findings[0];
+  CHECK(f.id == kFindingWarmup);
+  CHECK(f.idle_ns == 162 * kMs);
+  CHECK(number(f, "stalls") == 2);
+  CHECK(number(f, "typical_long_gap_ns") == 2'048'000);  // the bucket [1.024, 2.048) ms
+  CHECK(causeOfFinding(f.id) == "host_cpu");
+
+  SECTION("gaps that are all alike are not stalls, however long") {
+    ProcessAnalysis same = processWith(only(IdleCause::kHostCpu, 66 * kMs), 0);
+    DeviceAnalysis& s = same.devices.front();
+    for (int i = 0; i < 11; ++i) s.gaps.add(6 * kMs);
+    for (int i = 0; i < 5; ++i) {
+      IdleGap gap;
+      gap.end_ns = 6 * kMs;
+      gap.by_cause_ns[at(IdleCause::kHostCpu)] = 6 * kMs;
+      s.longest_gaps.push_back(gap);
+    }
+    diagnose(same, AnalysisOptions{});
+    CHECK(ids(same) == std::vector<std::string>{kFindingDataPipeline});
+  }
+}
+
+TEST_CASE("a long start-up alone is a warmup finding, a short one is not") {
+  constexpr uint64_t kS = 1'000'000'000;
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 1 * kMs));
+  p.devices.front().leading_ns = 12 * kS;  // 12 s of start-up before a 100 ms window
+  diagnose(p, AnalysisOptions{});
+  REQUIRE(ids(p) == std::vector<std::string>{kFindingWarmup});
+  CHECK(p.findings[0].idle_ns == 0);
+  CHECK(number(p.findings[0], "leading_ns") == 12 * kS);
+  CHECK(verdict(p) == "GPU idle 1.0% of the time; no cause of idle time passes its threshold, but see the findings");
+
+  p.devices.front().leading_ns = 9 * kS;  // imports and CUDA start-up take seconds: ordinary
+  diagnose(p, AnalysisOptions{});
+  CHECK(p.findings.empty());
+
+  DeviceAnalysis& d = p.devices.front();  // 20 s before a 100 s window: 17 %
+  d.leading_ns = 20 * kS;
+  d.window_end_ns = d.window_start_ns + 100 * kS;
+  d.busy_ns = 100 * kS - d.idle_ns;
+  diagnose(p, AnalysisOptions{});
+  CHECK(p.findings.empty());
+  d.leading_ns = 40 * kS;  // 29 %
+  diagnose(p, AnalysisOptions{});
+  CHECK(ids(p) == std::vector<std::string>{kFindingWarmup});
+}
+
+TEST_CASE("NCCL that does not overlap compute is a finding even without NCCL host idle") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 1 * kMs));
+  p.nccl.comm_ns = 40 * kMs;
+  p.nccl.comm_share_of_busy = 0.4;
+  p.nccl.compute_comm_overlap = 0.1;
+  diagnose(p, AnalysisOptions{});
+  REQUIRE(ids(p) == std::vector<std::string>{kFindingNccl});
+  CHECK(number(p.findings[0], "comm_share_of_busy_fraction") == Approx(0.4));
+
+  p.nccl.compute_comm_overlap = 0.8;  // hidden behind compute: fine
+  diagnose(p, AnalysisOptions{});
+  CHECK(p.findings.empty());
+  p.nccl.compute_comm_overlap = 0.1;
+  p.nccl.comm_share_of_busy = 0.2;  // a small share: fine
+  diagnose(p, AnalysisOptions{});
+  CHECK(p.findings.empty());
+}
+
+TEST_CASE("every finding carries numbers beside it and a fix") {
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  for (std::size_t c = 0; c < kIdleCauseCount; ++c) causes[c] = 10 * kMs;
+  causes[at(IdleCause::kHostCpu)] = 20 * kMs;
+  ProcessAnalysis p = processWith(causes);
+  afterSync(p, IdleCause::kHostCpu, 8 * kMs, 6 * kMs, 8);
+  p.steps.steps = 10;
+  p.steps.median_ns = 10 * kMs;
+  diagnose(p, AnalysisOptions{});
+  CHECK(p.findings.size() == 7);
+  for (const Finding& f : p.findings) {
+    INFO(f.id);
+    CHECK_FALSE(f.title.empty());
+    CHECK_FALSE(f.fix.empty());
+    CHECK(f.evidence.size() >= 2);
+    CHECK(f.numbers.size() >= 2);
+    for (const auto& [name, value] : f.evidence) {
+      CHECK(std::any_of(value.begin(), value.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }));
+    }
+    for (const auto& [key, value] : f.numbers) {
+      const bool named_unit = key.ends_with("_ns") || key.ends_with("_fraction") || key.ends_with("_per_second") ||
+                              key.ends_with("_per_step");
+      const bool count = value == static_cast<double>(static_cast<uint64_t>(value));
+      CHECK((named_unit || count));
+    }
+  }
+}
+
+TEST_CASE("without device times there is no verdict about idle time") {
+  ProcessAnalysis p;
+  p.device_timeline = false;
+  diagnose(p, AnalysisOptions{});
+  CHECK(p.findings.empty());
+  CHECK(verdict(p).find("not measured") != std::string::npos);
+
+  ProcessAnalysis empty;
+  diagnose(empty, AnalysisOptions{});
+  CHECK(empty.findings.empty());
+  CHECK(verdict(empty).find("No kernel, copy or memset") == 0);
+}
+
+TEST_CASE("across ranks, the rank the others wait for is a finding above the threshold") {
+  AnalysisReport report;
+  for (int32_t rank : {0, 1}) {
+    ProcessAnalysis p = processWith(only(IdleCause::kNcclHost, 20 * kMs));
+    p.rank = rank;
+    report.processes.push_back(p);
+  }
+  report.rank_waits = {{0, 1 * kMs, 3}, {1, 6 * kMs, 27}};  // others' windows: 100 ms
+  diagnoseReport(report);
+  REQUIRE(report.findings.size() == 1);
+  const Finding& f = report.findings[0];
+  CHECK(f.id == kFindingStraggler);
+  CHECK(f.title == "waiting for rank 1 in collectives");
+  CHECK(f.idle_ns == 6 * kMs);
+  CHECK(f.idle_share == Approx(0.06));
+  // Each rank's own NCCL finding names the rank its collectives waited for.
+  for (const ProcessAnalysis& p : report.processes) {
+    CHECK(number(finding(p, kFindingNccl), "waited_for_rank") == 1);
+  }
+
+  report.rank_waits = {{0, 1 * kMs, 3}, {1, 4 * kMs, 27}};
+  diagnoseReport(report);
+  CHECK(report.findings.empty());
+
+  report.rank_waits.clear();  // one rank, or no shared collective
+  diagnoseReport(report);
+  CHECK(report.findings.empty());
+}

@@ -1,0 +1,149 @@
+// tests/unit/report_json_test.cpp: the shape of `gapwatch report --json` (docs/report-json.md) on a
+// hand-built report: the version, every documented key with its type, the histogram's 22 buckets,
+// findings with evidence as text and as numbers, and the inputs that could not be read.
+#include "collector/analysis/diagnosis.h"
+#include "tools/report_json.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace gapwatch;
+using namespace gapwatch::analysis;
+using gapwatch::cli::ReportContent;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+ReportContent dataBoundContent() {
+  ReportContent content;
+  ProcessAnalysis p;
+  p.pid = 4242;
+  p.host = "node-3";
+  p.rank = 0;
+  p.probes = {"cupti_activity"};
+  DeviceAnalysis d;
+  d.window_start_ns = 10 * kMs;
+  d.window_end_ns = 110 * kMs;
+  d.leading_ns = 3 * kMs;
+  d.idle_ns = 80 * kMs;
+  d.busy_ns = 20 * kMs;
+  d.idle_fraction = 0.8;
+  d.kernels = 300;
+  d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kHostCpu)] = 80 * kMs;
+  for (int i = 0; i < 10; ++i) d.gaps.add(8 * kMs);
+  IdleGap gap;
+  gap.start_ns = 20 * kMs;
+  gap.end_ns = 28 * kMs;
+  gap.by_cause_ns[0] = 8 * kMs;
+  d.longest_gaps.push_back(gap);
+  p.devices.push_back(d);
+  SyncTypeStats s;
+  s.kind = SyncPointKind::kStreamSync;
+  s.count = 12;
+  p.sync_points.push_back(s);
+  p.steps.method = "none";
+  content.analysis.processes.push_back(p);
+  content.overviews.emplace_back();
+  content.files.push_back("run.gwt");
+  content.inputs.push_back({"run.gwt", "ok", "", 0});
+  content.inputs.push_back({"empty.gwt", "error", "empty file (0 bytes): not a gapwatch recording", -1});
+  diagnoseReport(content.analysis);
+  return content;
+}
+
+}  // namespace
+
+TEST_CASE("the JSON report is versioned and names its options and thresholds") {
+  const json doc = cli::reportJson(dataBoundContent());
+  CHECK(doc.begin().key() == "gapwatch_report_version");
+  CHECK(doc["gapwatch_report_version"] == 1);
+  CHECK(doc["generator"].get<std::string>().rfind("gapwatch ", 0) == 0);
+  CHECK(doc["options"]["launch_threshold_ns"] == 30000);
+  CHECK(doc["options"]["top_n"] == 5);
+  CHECK(doc["thresholds"]["min_window_share"] == 0.05);
+  for (const char* key : {"inputs", "processes", "rank_waits", "findings"}) {
+    INFO(key);
+    CHECK(doc[key].is_array());
+  }
+}
+
+TEST_CASE("every input file has a status, and a failed one its message") {
+  const json doc = cli::reportJson(dataBoundContent());
+  REQUIRE(doc["inputs"].size() == 2);
+  CHECK(doc["inputs"][0] == json{{"file", "run.gwt"}, {"status", "ok"}, {"message", ""}, {"process", 0}});
+  CHECK(doc["inputs"][1]["status"] == "error");
+  CHECK(doc["inputs"][1]["process"].is_null());
+  CHECK(doc["inputs"][1]["message"] == "empty file (0 bytes): not a gapwatch recording");
+}
+
+TEST_CASE("a process has its identity, totals, idle by cause, devices and the other analyses") {
+  const json p = cli::reportJson(dataBoundContent())["processes"][0];
+  CHECK(p["file"] == "run.gwt");
+  CHECK(p["pid"] == 4242);
+  CHECK(p["rank"] == 0);
+  CHECK(p["local_rank"].is_null());
+  CHECK(p["device_timeline"] == true);
+  CHECK(p["ended"] == "no_goodbye");
+  CHECK(p["window_ns"] == 100 * kMs);
+  CHECK(p["idle_ns"] == 80 * kMs);
+  CHECK(p["idle_fraction"] == Approx(0.8));
+  CHECK(p["verdict"] == "GPU idle 80.0% of the time; 100% of it waiting on the data pipeline (host CPU)");
+  const json causes = p["idle_by_cause"];
+  CHECK(causes.size() == 6);
+  for (const char* cause : {"host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "dependency"}) {
+    INFO(cause);
+    CHECK(causes[cause].is_number_unsigned());
+  }
+  for (const char* key : {"sync_points", "devices", "findings"}) CHECK(p[key].is_array());
+  for (const char* key : {"launches", "nccl", "steps", "drops", "events"}) CHECK(p[key].is_object());
+  CHECK(p["sync_points"][0]["type"] == "stream_sync");
+  CHECK(p["sync_points"][0]["name"] == "stream synchronize");
+  CHECK(p["launches"]["host_launch_gaps"].size() == 22);
+}
+
+TEST_CASE("a device has the full log2 histogram, the after-sync details and the longest gaps") {
+  const json d = cli::reportJson(dataBoundContent())["processes"][0]["devices"][0];
+  CHECK(d["window_ns"] == 100 * kMs);
+  CHECK(d["gap_count"] == 10);
+  const json histogram = d["histogram"];
+  REQUIRE(histogram.size() == 22);
+  CHECK(histogram[0]["lo_ns"] == 0);
+  CHECK(histogram[0]["hi_ns"] == 1000);
+  CHECK(histogram[21]["hi_ns"].is_null());
+  uint64_t total = 0;
+  for (const json& bucket : histogram) total += bucket["total_ns"].get<uint64_t>();
+  CHECK(total == 80 * kMs);
+  CHECK(d["after_sync"]["by_cause"].size() == 6);
+  REQUIRE(d["longest_gaps"].size() == 1);
+  CHECK(d["longest_gaps"][0]["ns"] == 8 * kMs);
+  CHECK(d["longest_gaps"][0]["by_cause"]["host_cpu"] == 8 * kMs);
+}
+
+TEST_CASE("a finding has its id, cause, share, evidence as text and as numbers, and the fix") {
+  const json f = cli::reportJson(dataBoundContent())["processes"][0]["findings"][0];
+  CHECK(f["id"] == "data_pipeline");
+  CHECK(f["cause"] == "host_cpu");
+  CHECK(f["idle_ns"] == 80 * kMs);
+  CHECK(f["idle_share"] == Approx(1.0));
+  REQUIRE(f["evidence"].is_array());
+  CHECK(f["evidence"][0]["name"] == "idle explained");
+  CHECK(f["evidence"][0]["value"].is_string());
+  CHECK(f["numbers"]["host_cpu_idle_ns"].is_number_integer());  // integral values stay integers
+  CHECK(f["numbers"]["host_cpu_idle_ns"] == 80 * kMs);
+  CHECK(f["numbers"]["window_fraction"].is_number_float());
+  CHECK(f["fix"].get<std::string>().find("num_workers") != std::string::npos);
+}
+
+TEST_CASE("the document is written indented, ending in a newline, and invalid UTF-8 does not stop it") {
+  ReportContent content = dataBoundContent();
+  content.analysis.processes[0].host = "bad\xff" "byte";
+  std::ostringstream out;
+  cli::writeReportJson(content, out);
+  const std::string text = out.str();
+  CHECK(text.rfind("{\n  \"gapwatch_report_version\": 1,", 0) == 0);
+  CHECK(text.back() == '\n');
+  CHECK(json::parse(text)["processes"][0]["host"] == "bad\xef\xbf\xbd" "byte");
+}

@@ -1,0 +1,122 @@
+// tests/unit/report_terminal_test.cpp: the text report: the verdict comes first, colour only where
+// asked for (a terminal without NO_COLOR) and never in recorded strings, and what a recording
+// cannot see is said instead of numbers.
+#include "collector/analysis/diagnosis.h"
+#include "tools/report_terminal.h"
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+
+using namespace gapwatch;
+using namespace gapwatch::analysis;
+using gapwatch::cli::ReportContent;
+using gapwatch::cli::TerminalStyle;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+ReportContent contentWithOneProcess(bool device_timeline = true) {
+  ReportContent content;
+  ProcessAnalysis p;
+  p.pid = 4242;
+  p.host = "evil\x1b[2Jhost";
+  p.device_timeline = device_timeline;
+  if (device_timeline) {
+    DeviceAnalysis d;
+    d.window_start_ns = 10 * kMs;
+    d.window_end_ns = 110 * kMs;
+    d.idle_ns = 80 * kMs;
+    d.busy_ns = 20 * kMs;
+    d.idle_fraction = 0.8;
+    d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kHostCpu)] = 80 * kMs;
+    for (int i = 0; i < 10; ++i) d.gaps.add(8 * kMs);
+    p.devices.push_back(d);
+  }
+  SyncTypeStats s;
+  s.kind = SyncPointKind::kDeviceSync;
+  s.count = 1;
+  s.total_ns = 3 * kMs;
+  p.sync_points.push_back(s);
+  content.analysis.processes.push_back(p);
+  cli::RecordingOverview overview;
+  v1::Hello hello;
+  hello.set_pid(4242);
+  hello.set_host(p.host);
+  overview.hello = hello;
+  content.overviews.push_back(overview);
+  content.files.push_back("run.gwt");
+  diagnoseReport(content.analysis);
+  return content;
+}
+
+std::string render(const ReportContent& content, bool colour) {
+  std::ostringstream out;
+  cli::writeTerminalReport(content, TerminalStyle{colour}, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("colour only on a terminal, never with NO_COLOR set (even empty) or TERM=dumb") {
+  CHECK(cli::colourWanted(true, nullptr, "xterm-256color"));
+  CHECK(cli::colourWanted(true, nullptr, nullptr));
+  CHECK_FALSE(cli::colourWanted(false, nullptr, "xterm"));
+  CHECK_FALSE(cli::colourWanted(true, "1", "xterm"));
+  CHECK_FALSE(cli::colourWanted(true, "", "xterm"));
+  CHECK_FALSE(cli::colourWanted(true, nullptr, "dumb"));
+}
+
+TEST_CASE("the verdict is the first line after the file's name, and the findings follow") {
+  const std::string text = render(contentWithOneProcess(), false);
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);
+  CHECK(line == "== run.gwt ==");
+  std::getline(lines, line);
+  CHECK(line == "GPU idle 80.0% of the time; 100% of it waiting on the data pipeline (host CPU)");
+  CHECK(text.find("findings   ranked by the idle time each explains") != std::string::npos);
+  CHECK(text.find("1  Waiting on the data pipeline (host CPU)   80.0 ms = 100% of idle") != std::string::npos);
+  CHECK(text.find("fix  Have batches ready") != std::string::npos);
+  CHECK(text.find("device 0   window 100 ms, busy 20.0 ms, idle 80.0 ms = 80.0% of the window") != std::string::npos);
+  CHECK(text.find("4.1 ms - 8.19 ms") != std::string::npos);  // the gap histogram, with its bar
+  CHECK(text.find("##############################") != std::string::npos);
+}
+
+TEST_CASE("without colour there is no escape byte at all; with it, recorded strings stay escaped") {
+  const ReportContent content = contentWithOneProcess();
+  const std::string plain = render(content, false);
+  CHECK(plain.find('\x1b') == std::string::npos);
+  CHECK(plain.find("evil\\x1b[2Jhost") != std::string::npos);
+
+  const std::string coloured = render(content, true);
+  CHECK(coloured.find("\x1b[1m") != std::string::npos);
+  CHECK(coloured.find("\x1b[2J") == std::string::npos);
+  CHECK(coloured.find("evil\\x1b[2Jhost") != std::string::npos);
+}
+
+TEST_CASE("a symbol-only recording says device idle is not measured and shows no window") {
+  const std::string text = render(contentWithOneProcess(false), false);
+  CHECK(text.find("Device idle time not measured") != std::string::npos);
+  CHECK(text.find("CUPTI activity probe was not active") != std::string::npos);
+  CHECK(text.find("device synchronize") != std::string::npos);
+  CHECK(text.find("window") == std::string::npos);
+  CHECK(text.find("idle gaps") == std::string::npos);
+}
+
+TEST_CASE("several recordings start with each rank's verdict and the cross-rank section") {
+  ReportContent content = contentWithOneProcess();
+  content.analysis.processes[0].rank = 0;
+  content.analysis.processes.push_back(content.analysis.processes[0]);
+  content.analysis.processes[1].rank = 1;
+  content.overviews.push_back(content.overviews[0]);
+  content.files.push_back("rank1.gwt");
+  content.analysis.rank_waits = {{0, 1 * kMs, 2}, {1, 30 * kMs, 28}};
+  diagnoseReport(content.analysis);
+  const std::string text = render(content, false);
+  CHECK(text.rfind("== 2 recordings, analysed together (one per rank) ==\nrank 0     GPU idle 80.0%", 0) == 0);
+  CHECK(text.find("1  Waiting for rank 1 in collectives") != std::string::npos);
+  CHECK(text.find("== rank1.gwt ==") != std::string::npos);
+}

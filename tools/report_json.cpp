@@ -1,0 +1,311 @@
+// tools/report_json.cpp: see report_json.h; every key is documented in docs/report-json.md.
+#include "tools/report_json.h"
+
+#include "collector/analysis/diagnosis.h"
+#include "collector/enum_labels.h"
+#include "collector/gap_histogram.h"
+
+#include <gapwatch/recording_format.h>
+
+#include <cmath>
+#include <string>
+
+namespace gapwatch::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+using analysis::DeviceAnalysis;
+using analysis::ProcessAnalysis;
+
+double ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
+// The ground truth's key for each sync point type (docs/scenarios.md), so the two compare by name.
+const char* syncTypeKey(SyncPointKind kind) {
+  switch (kind) {
+    case SyncPointKind::kDeviceSync:
+      return "device_sync";
+    case SyncPointKind::kStreamSync:
+      return "stream_sync";
+    case SyncPointKind::kEventSync:
+      return "event_sync";
+    case SyncPointKind::kSyncCopy:
+      return "sync_copy";
+    case SyncPointKind::kPageableAsyncCopy:
+      return "pageable_async_copy";
+    case SyncPointKind::kMemset:
+      return "memset";
+    case SyncPointKind::kAllocFree:
+      return "malloc_free";
+    case SyncPointKind::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+json causesJson(const std::array<uint64_t, analysis::kIdleCauseCount>& by_cause) {
+  json out = json::object();
+  for (std::size_t c = 0; c < analysis::kIdleCauseCount; ++c) {
+    out[analysis::idleCauseName(static_cast<analysis::IdleCause>(c))] = by_cause[c];
+  }
+  return out;
+}
+
+json histogramJson(const GapHistogram& gaps) {
+  json buckets = json::array();
+  for (std::size_t b = 0; b < GapHistogram::kBucketCount; ++b) {
+    const bool last = b + 1 == GapHistogram::kBucketCount;
+    buckets.push_back({{"lo_ns", GapHistogram::lowerNs(b)},
+                       {"hi_ns", last ? json(nullptr) : json(GapHistogram::upperNs(b))},
+                       {"count", gaps.bucket(b).count},
+                       {"total_ns", gaps.bucket(b).total_ns}});
+  }
+  return buckets;
+}
+
+// A number of the evidence: an integer when it is one (counts, nanoseconds), else a double.
+json numberJson(double value) {
+  if (std::isfinite(value) && std::floor(value) == value && std::fabs(value) < 9.0e15) {
+    return json(static_cast<int64_t>(value));
+  }
+  return std::isfinite(value) ? json(value) : json(nullptr);
+}
+
+json findingJson(const analysis::Finding& f) {
+  json evidence = json::array();
+  for (const auto& [name, value] : f.evidence) evidence.push_back({{"name", name}, {"value", value}});
+  json numbers = json::object();
+  for (const auto& [key, value] : f.numbers) numbers[key] = numberJson(value);
+  return {{"id", f.id},
+          {"cause", analysis::causeOfFinding(f.id)},
+          {"title", f.title},
+          {"idle_ns", f.idle_ns},
+          {"idle_share", f.idle_share},
+          {"evidence", evidence},
+          {"numbers", numbers},
+          {"fix", f.fix}};
+}
+
+json deviceJson(const DeviceAnalysis& d) {
+  json gaps = json::array();
+  for (const analysis::IdleGap& g : d.longest_gaps) {
+    gaps.push_back({{"start_ns", g.start_ns},
+                    {"end_ns", g.end_ns},
+                    {"ns", g.end_ns - g.start_ns},
+                    {"after_sync", g.after_sync},
+                    {"by_cause", causesJson(g.by_cause_ns)}});
+  }
+  json streams = json::array();
+  for (const analysis::StreamIdle& s : d.streams) {
+    streams.push_back({{"stream", s.stream},
+                       {"host_wait_ns", s.host_wait_ns},
+                       {"kernel_wait_ns", s.kernel_wait_ns},
+                       {"other_ns", s.other_ns}});
+  }
+  return {{"device", d.device},
+          {"window_start_ns", d.window_start_ns},
+          {"window_end_ns", d.window_end_ns},
+          {"window_ns", d.window_end_ns - d.window_start_ns},
+          {"leading_ns", d.leading_ns},
+          {"busy_ns", d.busy_ns},
+          {"idle_ns", d.idle_ns},
+          {"idle_fraction", d.idle_fraction},
+          {"kernels", d.kernels},
+          {"memcpys", d.memcpys},
+          {"memsets", d.memsets},
+          {"idle_by_cause", causesJson(d.idle_by_cause_ns)},
+          {"after_sync",
+           {{"ns", d.after_sync_ns},
+            {"gaps", d.after_sync_gaps},
+            {"hideable_ns", d.after_sync_hideable_ns},
+            {"by_cause", causesJson(d.after_sync_by_cause_ns)}}},
+          {"gap_count", d.gaps.count()},
+          {"histogram", histogramJson(d.gaps)},
+          {"longest_gaps", gaps},
+          {"hta_idle_by_stream", streams}};
+}
+
+json syncPointsJson(const ProcessAnalysis& p) {
+  json out = json::array();
+  for (const analysis::SyncTypeStats& s : p.sync_points) {
+    json sites = json::array();
+    for (const analysis::CallSite& site : s.top_call_sites) {
+      sites.push_back({{"name", site.name}, {"count", site.count}, {"total_ns", site.total_ns}});
+    }
+    out.push_back({{"type", syncTypeKey(s.kind)},
+                   {"name", std::string(syncPointName(s.kind))},
+                   {"count", s.count},
+                   {"total_ns", s.total_ns},
+                   {"p50_ns", s.p50_ns},
+                   {"p99_ns", s.p99_ns},
+                   {"idle_after_ns", s.idle_after_ns},
+                   {"top_call_sites", sites}});
+  }
+  return out;
+}
+
+json launchesJson(const analysis::LaunchStats& l) {
+  return {{"launches", l.launches},
+          {"api_total_ns", l.api_total_ns},
+          {"api_p50_ns", l.api_p50_ns},
+          {"api_p99_ns", l.api_p99_ns},
+          {"launch_delay_mean_ns", l.launch_delay_mean_ns},
+          {"launch_delay_p50_ns", l.launch_delay_p50_ns},
+          {"launch_delay_p99_ns", l.launch_delay_p99_ns},
+          {"short_kernels", l.short_kernels},
+          {"runtime_outliers", l.runtime_outliers},
+          {"launch_delay_outliers", l.launch_delay_outliers},
+          {"kernels_under_20us", l.kernels_under_20us},
+          {"launches_per_second", l.launches_per_second},
+          {"queue_depth_max", l.queue_depth_max},
+          {"queue_depth_p99", l.queue_depth_p99},
+          {"host_launch_gaps", histogramJson(l.host_launch_gaps)}};
+}
+
+json ncclJson(const analysis::NcclStats& n) {
+  json types = json::array();
+  for (const analysis::NcclTypeStats& t : n.by_type) {
+    types.push_back({{"op", t.op},
+                     {"calls", t.calls},
+                     {"bytes", t.bytes},
+                     {"host_ns", t.host_ns},
+                     {"kernels", t.kernels},
+                     {"device_ns", t.device_ns}});
+  }
+  return {{"by_type", types},
+          {"comm_ns", n.comm_ns},
+          {"comm_share_of_busy", n.comm_share_of_busy},
+          {"compute_comm_overlap", n.compute_comm_overlap}};
+}
+
+json stepsJson(const analysis::StepStats& s) {
+  return {{"method", s.method},
+          {"how", s.how},
+          {"steps", s.steps},
+          {"median_ns", s.median_ns},
+          {"p10_ns", s.p10_ns},
+          {"p90_ns", s.p90_ns},
+          {"median_idle_fraction", s.median_idle_fraction}};
+}
+
+json processJson(const ProcessAnalysis& p, const RecordingOverview& o, const std::string& file) {
+  json command_line = json::array();
+  std::optional<int32_t> local_rank, world_size;
+  if (o.hello) {
+    for (const std::string& arg : o.hello->command_line()) command_line.push_back(arg);
+    if (o.hello->has_local_rank()) local_rank = o.hello->local_rank();
+    if (o.hello->has_world_size()) world_size = o.hello->world_size();
+  }
+  uint64_t window = 0, busy = 0, idle = 0, after_sync = 0, leading = 0;
+  std::array<uint64_t, analysis::kIdleCauseCount> by_cause{};
+  bool first = true;
+  json devices = json::array();
+  for (const DeviceAnalysis& d : p.devices) {
+    devices.push_back(deviceJson(d));
+    window += d.window_end_ns - d.window_start_ns;
+    busy += d.busy_ns;
+    idle += d.idle_ns;
+    after_sync += d.after_sync_ns;
+    for (std::size_t c = 0; c < by_cause.size(); ++c) by_cause[c] += d.idle_by_cause_ns[c];
+    leading = first ? d.leading_ns : std::min(leading, d.leading_ns);
+    first = false;
+  }
+  json findings = json::array();
+  for (const analysis::Finding& f : p.findings) findings.push_back(findingJson(f));
+  json probes = json::array();
+  for (const std::string& probe : p.probes) probes.push_back(probe);
+  const auto optional_int = [](const std::optional<int32_t>& v) { return v ? json(*v) : json(nullptr); };
+  return {{"file", file},
+          {"pid", p.pid},
+          {"host", p.host},
+          {"rank", optional_int(p.rank)},
+          {"local_rank", optional_int(local_rank)},
+          {"world_size", optional_int(world_size)},
+          {"command_line", command_line},
+          {"ended", endingLabel(o)},
+          {"exit_status", o.goodbye ? json(o.goodbye->exit_status()) : json(nullptr)},
+          {"recorded_ns", o.spanNs()},
+          {"probes", probes},
+          {"cupti_unavailable", p.cupti_unavailable},
+          {"device_timeline", p.device_timeline},
+          {"truncated", p.truncated},
+          {"late_events", p.late_events},
+          {"drops",
+           {{"events_dropped", p.events_dropped},
+            {"cupti_records_dropped", p.cupti_records_dropped},
+            {"transport_events_dropped", o.transport_events_dropped},
+            {"batches_missing", o.health.batches_missing}}},
+          {"events",
+           {{"api_calls", o.api_calls},
+            {"launches", o.launches},
+            {"device_activities", o.activities},
+            {"nccl_calls", o.nccl_calls},
+            {"markers", o.markers}}},
+          {"verdict", analysis::verdict(p)},
+          {"window_ns", window},
+          {"busy_ns", busy},
+          {"idle_ns", idle},
+          {"idle_fraction", ratio(static_cast<double>(idle), static_cast<double>(window))},
+          {"leading_ns", leading},
+          {"idle_by_cause", causesJson(by_cause)},
+          {"after_sync_ns", after_sync},
+          {"findings", findings},
+          {"devices", devices},
+          {"sync_points", syncPointsJson(p)},
+          {"launches", launchesJson(p.launches)},
+          {"nccl", ncclJson(p.nccl)},
+          {"steps", stepsJson(p.steps)}};
+}
+
+}  // namespace
+
+json reportJson(const ReportContent& content) {
+  const analysis::AnalysisReport& report = content.analysis;
+  const analysis::AnalysisOptions& o = report.options;
+  const analysis::DiagnosisThresholds t;
+  json inputs = json::array();
+  for (const ReportInput& input : content.inputs) {
+    inputs.push_back({{"file", input.file},
+                      {"status", input.status},
+                      {"message", input.message},
+                      {"process", input.process >= 0 ? json(input.process) : json(nullptr)}});
+  }
+  json processes = json::array();
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    processes.push_back(processJson(report.processes[i], content.overviews[i], content.files[i]));
+  }
+  json waits = json::array();
+  for (const analysis::RankWait& w : report.rank_waits) {
+    waits.push_back({{"rank", w.rank}, {"waited_for_ns", w.waited_for_ns}, {"collectives_last", w.collectives_last}});
+  }
+  json findings = json::array();
+  for (const analysis::Finding& f : report.findings) findings.push_back(findingJson(f));
+  return {{"gapwatch_report_version", kReportJsonVersion},
+          {"generator", std::string("gapwatch ") + kLibraryVersion},
+          {"options",
+           {{"launch_threshold_ns", o.launch_threshold_ns},
+            {"min_gap_ns", o.min_gap_ns},
+            {"top_n", o.top_n},
+            {"reorder_window_ns", o.reorder_window_ns},
+            {"hta_consecutive_kernel_delay_ns", o.hta_consecutive_kernel_delay_ns},
+            {"hta_runtime_cutoff_ns", o.hta_runtime_cutoff_ns},
+            {"hta_launch_delay_cutoff_ns", o.hta_launch_delay_cutoff_ns}}},
+          {"thresholds",
+           {{"min_window_share", t.min_window_share},
+            {"stall_min_ns", t.stall_min_ns},
+            {"stall_factor", t.stall_factor},
+            {"leading_min_ns", t.leading_min_ns},
+            {"leading_share", t.leading_share},
+            {"nccl_min_comm_share", t.nccl_min_comm_share},
+            {"nccl_max_overlap", t.nccl_max_overlap},
+            {"straggler_min_window_share", t.straggler_min_window_share}}},
+          {"inputs", inputs},
+          {"processes", processes},
+          {"rank_waits", waits},
+          {"findings", findings}};
+}
+
+void writeReportJson(const ReportContent& content, std::ostream& out) {
+  out << reportJson(content).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace gapwatch::cli

@@ -1,0 +1,528 @@
+// tools/report_terminal.cpp: see report_terminal.h.
+#include "tools/report_terminal.h"
+
+#include "collector/analysis/diagnosis.h"
+#include "collector/analysis/sync_stats.h"
+#include "tools/text_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <string>
+#include <vector>
+
+namespace gapwatch::cli {
+
+using analysis::DeviceAnalysis;
+using analysis::Finding;
+using analysis::ProcessAnalysis;
+
+namespace {
+
+// Every line is "label   text"; the label column is this wide.
+constexpr int kLabelWidth = 11;
+// A bar at 100 % of the idle time.
+constexpr int kBarWidth = 30;
+// Evidence names are padded to this width under a finding.
+constexpr int kEvidenceNameWidth = 30;
+
+std::string styled(bool on, const char* code, std::string_view text) {
+  if (!on) return std::string(text);
+  return std::string("\x1b[") + code + "m" + std::string(text) + "\x1b[0m";
+}
+
+std::ostream& row(std::ostream& out, std::string_view label) {
+  return out << std::left << std::setw(kLabelWidth) << label << std::right;
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return formatCount(n) + " " + (n == 1 ? one : many);
+}
+
+std::string padRight(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+std::string padLeft(std::string text, std::size_t width) {
+  if (text.size() < width) text.insert(0, width - text.size(), ' ');
+  return text;
+}
+
+double ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
+std::string capitalised(std::string text) {
+  if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 'a' + 'A');
+  return text;
+}
+
+// A bucket bound without trailing zeros: "4 us", "1.02 ms", "65.5 ms", "1 s".
+std::string boundText(uint64_t ns) {
+  std::string text = formatDuration(ns);
+  const std::size_t space = text.find(' ');
+  const std::size_t dot = text.find('.');
+  if (dot == std::string::npos || space == std::string::npos || dot > space) return text;
+  std::size_t keep = space;
+  while (keep > dot + 1 && text[keep - 1] == '0') --keep;
+  if (keep == dot + 1) keep = dot;
+  return text.substr(0, keep) + text.substr(space);
+}
+
+std::string bucketLabel(std::size_t b) {
+  if (b == 0) return "< " + boundText(GapHistogram::upperNs(b));
+  if (b == GapHistogram::kBucketCount - 1) return ">= " + boundText(GapHistogram::lowerNs(b));
+  return boundText(GapHistogram::lowerNs(b)) + " - " + boundText(GapHistogram::upperNs(b));
+}
+
+std::string barOf(double share, const TerminalStyle& style) {
+  const int length = static_cast<int>(std::lround(std::clamp(share, 0.0, 1.0) * kBarWidth));
+  if (length == 0) return "";
+  return "  " + style.bar(std::string(static_cast<std::size_t>(length), '#'));
+}
+
+std::string processLabel(const ProcessAnalysis& p) {
+  if (p.rank) return "rank " + std::to_string(*p.rank);
+  return "pid " + std::to_string(p.pid);
+}
+
+// --- findings -------------------------------------------------------------------------------------
+
+void printFinding(std::size_t number, const Finding& f, const TerminalStyle& style, std::ostream& out) {
+  const std::string heading = std::to_string(number) + "  " + capitalised(f.title);
+  out << "  " << style.bold(heading);
+  if (f.idle_ns > 0) {
+    out << "   " << formatDuration(f.idle_ns) << " = " << formatWholePercent(f.idle_share) << " of idle";
+  }
+  out << '\n';
+  for (const auto& [name, value] : f.evidence) {
+    if (name == "idle explained") continue;  // the heading says it
+    out << "       " << padRight(printable(name), kEvidenceNameWidth) << " " << printable(value) << '\n';
+  }
+  out << "       " << style.good("fix") << "  " << f.fix << '\n';
+}
+
+void printFindings(const ProcessAnalysis& p, const TerminalStyle& style, std::ostream& out) {
+  if (!p.device_timeline) {
+    row(out, "findings") << "none: without device times there is no idle time to explain\n";
+    return;
+  }
+  bool any_window = false;
+  for (const DeviceAnalysis& d : p.devices) any_window = any_window || d.window_end_ns > d.window_start_ns;
+  if (!any_window) {
+    row(out, "findings") << "none: no device timeline\n";
+    return;
+  }
+  if (p.findings.empty()) {
+    const analysis::DiagnosisThresholds thresholds;
+    row(out, "findings") << "none: no cause explains " << formatPercent(thresholds.min_window_share)
+                         << " of the device window or more\n";
+    return;
+  }
+  row(out, "findings") << "ranked by the idle time each explains\n";
+  for (std::size_t i = 0; i < p.findings.size(); ++i) printFinding(i + 1, p.findings[i], style, out);
+}
+
+// --- the recording --------------------------------------------------------------------------------
+
+void printProcess(const ProcessAnalysis& p, const RecordingOverview& o, std::ostream& out) {
+  if (!o.hello) {
+    row(out, "process") << "unknown (the recording has no Hello frame)\n";
+  } else {
+    const v1::Hello& h = *o.hello;
+    row(out, "process") << "pid " << h.pid();
+    if (!h.host().empty()) out << " on " << printable(h.host());
+    if (h.has_rank()) {
+      out << ", rank " << h.rank();
+      if (h.has_local_rank()) out << " (local " << h.local_rank() << ")";
+      if (h.has_world_size()) out << " of " << h.world_size();
+    }
+    out << '\n';
+    if (h.command_line_size() > 0) {
+      row(out, "command");
+      for (int i = 0; i < h.command_line_size(); ++i) out << (i > 0 ? " " : "") << printable(h.command_line(i));
+      out << '\n';
+    }
+  }
+  row(out, "recorded");
+  if (o.spanNs() > 0) out << formatDuration(o.spanNs()) << ", ";
+  out << endingText(o) << '\n';
+
+  std::vector<std::string> problems;
+  if (o.read.skipped_frames > 0) {
+    problems.push_back(plural(o.read.skipped_frames, "frame", "frames") +
+                       " skipped (empty, or of a kind this gapwatch does not know)");
+  }
+  if (o.health.batches_out_of_order > 0) {
+    problems.push_back(plural(o.health.batches_out_of_order, "batch", "batches") + " out of sequence");
+  }
+  if (o.health.frames_before_hello > 0) {
+    problems.push_back(plural(o.health.frames_before_hello, "frame", "frames") + " before Hello");
+  }
+  if (o.health.extra_hellos > 0) {
+    problems.push_back(plural(o.health.extra_hellos, "extra Hello", "extra Hellos") + " ignored");
+  }
+  if (o.health.frames_after_goodbye > 0) {
+    problems.push_back(plural(o.health.frames_after_goodbye, "frame", "frames") + " after Goodbye");
+  }
+  for (const std::string& problem : problems) row(out, "stream") << problem << '\n';
+
+  row(out, "probes");
+  for (std::size_t i = 0; i < p.probes.size(); ++i) out << (i > 0 ? ", " : "") << printable(p.probes[i]);
+  if (p.probes.empty()) out << "none listed";
+  out << '\n';
+  if (!p.cupti_unavailable.empty()) row(out, "no CUPTI") << printable(p.cupti_unavailable) << '\n';
+
+  row(out, "events") << plural(o.api_calls, "API call", "API calls") << " ("
+                     << plural(o.launches, "launch", "launches") << "), "
+                     << plural(o.activities, "device activity", "device activities") << ", "
+                     << plural(o.nccl_calls, "NCCL call", "NCCL calls") << ", "
+                     << plural(o.markers, "marker", "markers");
+  if (o.step_markers > 0) out << " (" << plural(o.step_markers, "step", "steps") << ")";
+  out << '\n';
+}
+
+// --- devices --------------------------------------------------------------------------------------
+
+void printIdleByCause(const DeviceAnalysis& d, const TerminalStyle& style, std::ostream& out) {
+  constexpr int kName = 21, kTime = 11, kShare = 10;
+  out << "  " << std::left << std::setw(kName) << "idle by cause" << std::right << std::setw(kTime) << "time"
+      << std::setw(kShare) << "of idle" << '\n';
+  std::vector<std::size_t> order(analysis::kIdleCauseCount);
+  for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return d.idle_by_cause_ns[a] > d.idle_by_cause_ns[b]; });
+  for (std::size_t c : order) {
+    const uint64_t ns = d.idle_by_cause_ns[c];
+    if (ns == 0) continue;
+    const double share = ratio(static_cast<double>(ns), static_cast<double>(d.idle_ns));
+    out << "  " << std::left << std::setw(kName) << analysis::idleCauseName(static_cast<analysis::IdleCause>(c))
+        << std::right << std::setw(kTime) << formatDuration(ns) << std::setw(kShare) << formatPercent(share)
+        << barOf(share, style) << '\n';
+  }
+  if (d.after_sync_ns > 0) {
+    out << "  " << std::left << std::setw(kName) << "after a sync" << std::right << std::setw(kTime)
+        << formatDuration(d.after_sync_ns) << std::setw(kShare)
+        << formatPercent(ratio(static_cast<double>(d.after_sync_ns), static_cast<double>(d.idle_ns))) << "  "
+        << style.dim("a flag, not a cause: gaps that began when a sync returned") << '\n';
+  }
+}
+
+void printGapHistogram(const GapHistogram& gaps, const TerminalStyle& style, std::ostream& out) {
+  if (gaps.count() == 0) {
+    out << "  no idle gaps\n";
+    return;
+  }
+  constexpr int kLabel = 19, kCount = 10, kTime = 11, kShare = 10;
+  out << "  " << std::left << std::setw(kLabel) << "idle gaps" << std::right << std::setw(kCount) << "count"
+      << std::setw(kTime) << "time" << std::setw(kShare) << "of idle" << '\n';
+  for (std::size_t b = 0; b < GapHistogram::kBucketCount; ++b) {
+    const GapHistogram::Bucket& bucket = gaps.bucket(b);
+    if (bucket.count == 0) continue;
+    const double share = ratio(static_cast<double>(bucket.total_ns), static_cast<double>(gaps.totalNs()));
+    out << "  " << std::left << std::setw(kLabel) << bucketLabel(b) << std::right << std::setw(kCount)
+        << formatCount(bucket.count) << std::setw(kTime) << formatDuration(bucket.total_ns) << std::setw(kShare)
+        << formatPercent(share) << barOf(share, style) << '\n';
+  }
+}
+
+std::string causesText(const analysis::IdleGap& gap) {
+  const uint64_t length = gap.end_ns - gap.start_ns;
+  std::vector<std::size_t> order;
+  for (std::size_t c = 0; c < analysis::kIdleCauseCount; ++c) {
+    if (gap.by_cause_ns[c] > 0) order.push_back(c);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return gap.by_cause_ns[a] > gap.by_cause_ns[b]; });
+  // Causes under 1 % of the gap are noise at the gap's edges: one mention for all of them.
+  std::string text;
+  bool small = false;
+  for (std::size_t c : order) {
+    const double share = ratio(static_cast<double>(gap.by_cause_ns[c]), static_cast<double>(length));
+    if (share < 0.01 && !text.empty()) {
+      small = true;
+      continue;
+    }
+    if (!text.empty()) text += ", ";
+    text += std::string(analysis::idleCauseName(static_cast<analysis::IdleCause>(c))) + " " + formatWholePercent(share);
+  }
+  if (small) text += ", others <1%";
+  if (gap.after_sync) text += "; after a sync";
+  return text;
+}
+
+void printLongestGaps(const DeviceAnalysis& d, const analysis::AnalysisOptions& options, std::ostream& out) {
+  if (d.longest_gaps.empty()) return;
+  out << "  " << padRight("longest gaps", 19) << padLeft("length", 10) << padLeft("from start", 12) << "   causes";
+  if (options.min_gap_ns > 0) out << " (gaps of " << formatDuration(options.min_gap_ns) << " or more)";
+  out << '\n';
+  for (const analysis::IdleGap& gap : d.longest_gaps) {
+    out << "  " << padRight("", 19) << padLeft(formatDuration(gap.end_ns - gap.start_ns), 10)
+        << padLeft("+" + formatDuration(gap.start_ns - d.window_start_ns), 12) << "   " << causesText(gap) << '\n';
+  }
+}
+
+void printHtaStreams(const DeviceAnalysis& d, std::ostream& out) {
+  bool any = false;
+  for (const analysis::StreamIdle& s : d.streams) any = any || s.host_wait_ns + s.kernel_wait_ns + s.other_ns > 0;
+  if (!any) return;
+  out << "  HTA per stream      host_wait  kernel_wait        other\n";
+  for (const analysis::StreamIdle& s : d.streams) {
+    if (s.host_wait_ns + s.kernel_wait_ns + s.other_ns == 0) continue;
+    out << "  " << padRight("stream " + std::to_string(s.stream), 16) << padLeft(formatDuration(s.host_wait_ns), 13)
+        << padLeft(formatDuration(s.kernel_wait_ns), 13) << padLeft(formatDuration(s.other_ns), 13) << '\n';
+  }
+}
+
+void printDevices(const ProcessAnalysis& p, const analysis::AnalysisOptions& options, const TerminalStyle& style,
+                  std::ostream& out) {
+  if (!p.device_timeline) {
+    row(out, "device") << "not recorded: the CUPTI activity probe was not active (symbol hooks only), so device "
+                          "busy and idle time are unknown; host-side numbers only\n";
+    return;
+  }
+  if (p.devices.empty()) {
+    row(out, "device") << "no kernel, copy or memset was recorded, so there is no device timeline; host-side "
+                          "numbers only\n";
+    return;
+  }
+  uint64_t leading = UINT64_MAX;
+  for (const DeviceAnalysis& d : p.devices) leading = std::min(leading, d.leading_ns);
+  if (leading != UINT64_MAX && leading > 0) {
+    row(out, "start-up") << formatDuration(leading)
+                         << " from process start to the first device activity (not in the windows below)\n";
+  }
+  for (const DeviceAnalysis& d : p.devices) {
+    out << '\n';
+    const uint64_t window = d.window_end_ns - d.window_start_ns;
+    row(out, "device " + std::to_string(d.device))
+        << "window " << formatDuration(window) << ", busy " << formatDuration(d.busy_ns) << ", idle "
+        << formatDuration(d.idle_ns) << " = " << formatPercent(d.idle_fraction) << " of the window\n";
+    row(out, "") << plural(d.kernels, "kernel", "kernels") << ", " << plural(d.memcpys, "copy", "copies") << ", "
+                 << plural(d.memsets, "memset", "memsets");
+    if (p.devices.size() > 1) out << "; first activity " << formatDuration(d.leading_ns) << " after process start";
+    out << '\n';
+    if (d.idle_ns > 0) printIdleByCause(d, style, out);
+    printGapHistogram(d.gaps, style, out);
+    printLongestGaps(d, options, out);
+    printHtaStreams(d, out);
+  }
+}
+
+// --- host side ------------------------------------------------------------------------------------
+
+void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
+  out << '\n';
+  uint64_t count = 0, total = 0;
+  for (const analysis::SyncTypeStats& s : p.sync_points) {
+    count += s.count;
+    total += s.total_ns;
+  }
+  if (count == 0) {
+    row(out, "sync") << "no host call waited for the device\n";
+    return;
+  }
+  row(out, "sync") << plural(count, "host call", "host calls") << " waited for the device, "
+                   << formatDuration(total) << " in all\n";
+  out << "  " << padRight("type", 22) << padLeft("count", 9) << padLeft("total", 11) << padLeft("p50", 11)
+      << padLeft("p99", 11) << padLeft("idle after", 12) << '\n';
+  for (const analysis::SyncTypeStats& s : p.sync_points) {
+    if (s.count == 0) continue;
+    out << "  " << padRight(std::string(syncPointName(s.kind)), 22) << padLeft(formatCount(s.count), 9)
+        << padLeft(formatDuration(s.total_ns), 11) << padLeft(formatDuration(s.p50_ns), 11)
+        << padLeft(formatDuration(s.p99_ns), 11)
+        << padLeft(p.device_timeline ? formatDuration(s.idle_after_ns) : "-", 12) << '\n';
+    for (const analysis::CallSite& site : s.top_call_sites) {
+      if (site.name == analysis::kCallSiteNotRecorded) continue;  // the recorder does not record them yet
+      out << "    " << padRight(printable(site.name), 40) << padLeft(formatCount(site.count), 9)
+          << padLeft(formatDuration(site.total_ns), 11) << '\n';
+    }
+  }
+}
+
+void printLaunches(const ProcessAnalysis& p, const analysis::AnalysisOptions& options, std::ostream& out) {
+  const analysis::LaunchStats& l = p.launches;
+  out << '\n';
+  if (!p.device_timeline) {
+    row(out, "launches") << "launch calls: p50 " << formatDuration(l.api_p50_ns) << ", p99 "
+                         << formatDuration(l.api_p99_ns) << ", " << formatDuration(l.api_total_ns)
+                         << " in all (device times not recorded)\n";
+    return;
+  }
+  if (l.launches == 0) {
+    row(out, "launches") << "no launch call was joined to its kernel\n";
+    return;
+  }
+  row(out, "launches") << plural(l.launches, "launch", "launches") << " joined to their kernels, "
+                       << formatCount(static_cast<uint64_t>(std::llround(l.launches_per_second)))
+                       << " per second over the device window\n";
+  out << "  " << padRight("API time", 22) << "p50 " << formatDuration(l.api_p50_ns) << ", p99 "
+      << formatDuration(l.api_p99_ns) << ", " << formatDuration(l.api_total_ns) << " in all\n";
+  out << "  " << padRight("launch delay", 22) << "mean " << formatDuration(l.launch_delay_mean_ns) << ", p50 "
+      << formatDuration(l.launch_delay_p50_ns) << ", p99 " << formatDuration(l.launch_delay_p99_ns)
+      << " (kernel start - call return)\n";
+  out << "  " << padRight("kernels", 22) << formatCount(l.kernels_under_20us) << " under 20 us, "
+      << formatCount(l.short_kernels) << " short (HTA: call <= " << formatDuration(options.hta_runtime_cutoff_ns)
+      << " and kernel shorter than its call)\n";
+  out << "  " << padRight("outliers (HTA)", 22) << formatCount(l.runtime_outliers) << " calls over "
+      << formatDuration(options.hta_runtime_cutoff_ns) << ", " << formatCount(l.launch_delay_outliers)
+      << " delays over " << formatDuration(options.hta_launch_delay_cutoff_ns) << '\n';
+  out << "  " << padRight("queue depth", 22) << "max " << formatCount(l.queue_depth_max) << ", p99 "
+      << formatCount(l.queue_depth_p99) << '\n';
+  if (l.host_launch_gaps.count() > 0) {
+    uint64_t seen = 0;
+    std::size_t median = 0;
+    for (; median < GapHistogram::kBucketCount; ++median) {
+      seen += l.host_launch_gaps.bucket(median).count;
+      if (seen * 2 >= l.host_launch_gaps.count()) break;
+    }
+    out << "  " << padRight("host between launches", 22) << "median " << bucketLabel(median) << " ("
+        << formatCount(l.host_launch_gaps.count()) << " intervals)\n";
+  }
+}
+
+void printNccl(const ProcessAnalysis& p, std::ostream& out) {
+  const analysis::NcclStats& n = p.nccl;
+  out << '\n';
+  bool any = n.comm_ns > 0;
+  for (const analysis::NcclTypeStats& t : n.by_type) any = any || t.calls > 0 || t.kernels > 0;
+  if (!any) {
+    row(out, "nccl") << "no NCCL call or kernel recorded\n";
+    return;
+  }
+  row(out, "nccl") << "communication " << formatDuration(n.comm_ns) << " = " << formatPercent(n.comm_share_of_busy)
+                   << " of busy, overlapped with compute " << formatPercent(n.compute_comm_overlap) << '\n';
+  out << "  " << padRight("type", 16) << padLeft("calls", 9) << padLeft("bytes", 15) << padLeft("host", 11)
+      << padLeft("kernels", 9) << padLeft("device", 11) << '\n';
+  for (const analysis::NcclTypeStats& t : n.by_type) {
+    if (t.calls == 0 && t.kernels == 0) continue;
+    out << "  " << padRight(printable(t.op), 16) << padLeft(formatCount(t.calls), 9) << padLeft(formatCount(t.bytes), 15)
+        << padLeft(formatDuration(t.host_ns), 11) << padLeft(formatCount(t.kernels), 9)
+        << padLeft(formatDuration(t.device_ns), 11) << '\n';
+  }
+}
+
+void printSteps(const ProcessAnalysis& p, std::ostream& out) {
+  const analysis::StepStats& s = p.steps;
+  if (s.steps == 0) {
+    row(out, "steps") << "none found";
+    if (!s.how.empty()) out << ": " << printable(s.how);
+    out << '\n';
+    return;
+  }
+  row(out, "steps") << plural(s.steps, "step", "steps") << ", median " << formatDuration(s.median_ns) << " (p10 "
+                    << formatDuration(s.p10_ns) << ", p90 " << formatDuration(s.p90_ns) << "), median idle "
+                    << formatPercent(s.median_idle_fraction) << '\n';
+  row(out, "") << "found by " << printable(s.method);
+  if (!s.how.empty()) out << ": " << printable(s.how);
+  out << '\n';
+}
+
+void printDropsAndNotes(const ProcessAnalysis& p, const RecordingOverview& o, const TerminalStyle& style,
+                        std::ostream& out) {
+  std::vector<std::string> parts;
+  if (p.events_dropped > 0) parts.push_back(plural(p.events_dropped, "event", "events") + " dropped in the recorder");
+  if (p.cupti_records_dropped > 0) {
+    parts.push_back(plural(p.cupti_records_dropped, "CUPTI record", "CUPTI records") + " dropped");
+  }
+  if (o.transport_events_dropped > 0) {
+    parts.push_back(plural(o.transport_events_dropped, "event", "events") + " lost in transport");
+  }
+  if (o.health.batches_missing > 0) parts.push_back(plural(o.health.batches_missing, "batch", "batches") + " missing");
+  out << '\n';
+  if (parts.empty()) {
+    row(out, "drops") << "none\n";
+  } else {
+    std::string text;
+    for (std::size_t i = 0; i < parts.size(); ++i) text += (i > 0 ? ", " : "") + parts[i];
+    row(out, "drops") << style.warn(text + "; the numbers above undercount") << '\n';
+  }
+  if (o.read.truncated) {
+    row(out, "note") << style.warn(truncationNotice(o.read) + "; the analysis stops there") << '\n';
+  } else if (!o.goodbye) {
+    row(out, "note") << style.warn("the recording ended without Goodbye; work still queued then is not in it") << '\n';
+  }
+  if (p.late_events > 0) {
+    row(out, "note") << style.warn(plural(p.late_events, "event", "events") +
+                                   " arrived after the reordering window had passed their time and were left out")
+                     << '\n';
+  }
+  if (!p.device_timeline) {
+    row(out, "note") << "symbol hooks only: device idle time is not measured, and neither are copies' and kernels' "
+                        "device times, launch delays or NCCL kernel time\n";
+  }
+}
+
+void printProcessBlock(const ReportContent& content, std::size_t index, const TerminalStyle& style, std::ostream& out) {
+  const ProcessAnalysis& p = content.analysis.processes[index];
+  const RecordingOverview& o = content.overviews[index];
+  out << style.bold("== " + printable(content.files[index]) + " ==") << '\n';
+  out << style.bold(analysis::verdict(p)) << "\n\n";
+  printFindings(p, style, out);
+  out << '\n';
+  printProcess(p, o, out);
+  printDevices(p, content.analysis.options, style, out);
+  printSyncPoints(p, out);
+  printLaunches(p, content.analysis.options, out);
+  printNccl(p, out);
+  printSteps(p, out);
+  printDropsAndNotes(p, o, style, out);
+}
+
+void printAcrossRanks(const ReportContent& content, const TerminalStyle& style, std::ostream& out) {
+  const analysis::AnalysisReport& report = content.analysis;
+  out << style.bold("== " + std::to_string(report.processes.size()) +
+                    " recordings, analysed together (one per rank) ==")
+      << '\n';
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    const ProcessAnalysis& p = report.processes[i];
+    out << padRight(processLabel(p), kLabelWidth) << style.bold(analysis::verdict(p)) << '\n';
+  }
+  out << '\n';
+  if (report.rank_waits.empty()) {
+    row(out, "ranks") << "no collective shared by the ranks was recorded: nothing to say about who waited\n";
+    return;
+  }
+  if (report.findings.empty()) {
+    row(out, "ranks") << "no rank made the others wait " << formatPercent(analysis::DiagnosisThresholds{}.straggler_min_window_share)
+                      << " of their windows or more\n";
+  } else {
+    row(out, "ranks") << "findings across ranks\n";
+    for (std::size_t i = 0; i < report.findings.size(); ++i) {
+      const Finding& f = report.findings[i];
+      out << "  " << style.bold(std::to_string(i + 1) + "  " + capitalised(f.title)) << '\n';
+      for (const auto& [name, value] : f.evidence) {
+        out << "       " << padRight(printable(name), kEvidenceNameWidth) << " " << printable(value) << '\n';
+      }
+      out << "       " << style.good("fix") << "  " << f.fix << '\n';
+    }
+  }
+  out << "  " << padRight("rank", 8) << padLeft("others waited for it", 22) << padLeft("arrived last", 14) << '\n';
+  for (const analysis::RankWait& w : report.rank_waits) {
+    out << "  " << padRight(std::to_string(w.rank), 8) << padLeft(formatDuration(w.waited_for_ns), 22)
+        << padLeft(formatCount(w.collectives_last), 14) << '\n';
+  }
+}
+
+}  // namespace
+
+std::string TerminalStyle::bold(std::string_view text) const { return styled(colour, "1", text); }
+std::string TerminalStyle::dim(std::string_view text) const { return styled(colour, "2", text); }
+std::string TerminalStyle::warn(std::string_view text) const { return styled(colour, "33", text); }
+std::string TerminalStyle::good(std::string_view text) const { return styled(colour, "32", text); }
+std::string TerminalStyle::bar(std::string_view text) const { return styled(colour, "36", text); }
+
+bool colourWanted(bool stdout_is_terminal, const char* no_color_env, const char* term_env) {
+  if (!stdout_is_terminal || no_color_env != nullptr) return false;
+  return term_env == nullptr || std::string_view(term_env) != "dumb";
+}
+
+void writeTerminalReport(const ReportContent& content, const TerminalStyle& style, std::ostream& out) {
+  const std::size_t n = content.analysis.processes.size();
+  if (n > 1) printAcrossRanks(content, style, out);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0 || n > 1) out << '\n';
+    printProcessBlock(content, i, style, out);
+  }
+}
+
+}  // namespace gapwatch::cli
