@@ -29,6 +29,20 @@ std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call) {
   }
 }
 
+const char* syncPointKey(SyncPointKind kind) {
+  switch (kind) {
+    case SyncPointKind::kDeviceSync: return "device_sync";
+    case SyncPointKind::kStreamSync: return "stream_sync";
+    case SyncPointKind::kEventSync: return "event_sync";
+    case SyncPointKind::kSyncCopy: return "sync_copy";
+    case SyncPointKind::kPageableAsyncCopy: return "pageable_async_copy";
+    case SyncPointKind::kMemset: return "memset";
+    case SyncPointKind::kAllocFree: return "malloc_free";
+    case SyncPointKind::kOther: return "other";
+  }
+  return "other";
+}
+
 std::string_view syncPointName(SyncPointKind kind) {
   switch (kind) {
     case SyncPointKind::kDeviceSync:

@@ -34,6 +34,9 @@ std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call);
 
 // A short readable name: "stream synchronize", "synchronous copy", ...
 std::string_view syncPointName(SyncPointKind kind);
+// The snake_case key of a type, as the JSON report and the simulator's ground truth spell it:
+// "stream_sync", "pageable_async_copy", ...
+const char* syncPointKey(SyncPointKind kind);
 
 class SyncPointCounter {
  public:

@@ -19,28 +19,6 @@ using analysis::ProcessAnalysis;
 
 double ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
 
-// The ground truth's key for each sync point type (docs/scenarios.md), so the two compare by name.
-const char* syncTypeKey(SyncPointKind kind) {
-  switch (kind) {
-    case SyncPointKind::kDeviceSync:
-      return "device_sync";
-    case SyncPointKind::kStreamSync:
-      return "stream_sync";
-    case SyncPointKind::kEventSync:
-      return "event_sync";
-    case SyncPointKind::kSyncCopy:
-      return "sync_copy";
-    case SyncPointKind::kPageableAsyncCopy:
-      return "pageable_async_copy";
-    case SyncPointKind::kMemset:
-      return "memset";
-    case SyncPointKind::kAllocFree:
-      return "malloc_free";
-    case SyncPointKind::kOther:
-      return "other";
-  }
-  return "other";
-}
 
 json causesJson(const std::array<uint64_t, analysis::kIdleCauseCount>& by_cause) {
   json out = json::object();
@@ -131,7 +109,7 @@ json syncPointsJson(const ProcessAnalysis& p) {
     for (const analysis::CallSite& site : s.top_call_sites) {
       sites.push_back({{"name", site.name}, {"count", site.count}, {"total_ns", site.total_ns}});
     }
-    out.push_back({{"type", syncTypeKey(s.kind)},
+    out.push_back({{"type", syncPointKey(s.kind)},
                    {"name", std::string(syncPointName(s.kind))},
                    {"count", s.count},
                    {"total_ns", s.total_ns},

@@ -40,28 +40,6 @@ uint64_t saturatingScale(uint64_t ns, double factor) {
 
 uint64_t minusClamped(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
-// The snake_case name of a sync point type, as the ground truth and the JSON report spell it.
-const char* syncKindKey(SyncPointKind kind) {
-  switch (kind) {
-    case SyncPointKind::kDeviceSync:
-      return "device_sync";
-    case SyncPointKind::kStreamSync:
-      return "stream_sync";
-    case SyncPointKind::kEventSync:
-      return "event_sync";
-    case SyncPointKind::kSyncCopy:
-      return "sync_copy";
-    case SyncPointKind::kPageableAsyncCopy:
-      return "pageable_async_copy";
-    case SyncPointKind::kMemset:
-      return "memset";
-    case SyncPointKind::kAllocFree:
-      return "malloc_free";
-    case SyncPointKind::kOther:
-      return "other";
-  }
-  return "other";
-}
 
 const SyncTypeStats* syncStats(const ProcessAnalysis& process, SyncPointKind kind) {
   for (const SyncTypeStats& s : process.sync_points) {
@@ -248,7 +226,7 @@ void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_id
                      " blocked, p50 " + formatDuration(s.p50_ns);
   if (with_idle_after) text += ", " + formatDuration(s.idle_after_ns) + " idle after";
   f.evidence(std::string(syncPointName(s.kind)), text);
-  const std::string key = syncKindKey(s.kind);
+  const std::string key = syncPointKey(s.kind);
   f.number(key + "_calls", static_cast<double>(s.count));
   f.number(key + "_blocked_ns", static_cast<double>(s.total_ns));
   if (with_idle_after) f.number(key + "_idle_after_ns", static_cast<double>(s.idle_after_ns));
