@@ -59,9 +59,9 @@ std::optional<NcclLaunchTracker::Launcher> NcclLaunchTracker::onNcclCall(const N
 
 void NcclLaunchTracker::onApiCall(const ApiCallEvent& call) {
   if (call.kind != v1::API_KIND_LAUNCH || call.correlation_id == 0) return;
-  const auto it = threads_.find(call.thread_id);
-  if (it == threads_.end()) return;
-  const ThreadState& thread = it->second;
+  const ThreadState* found = threads_.find(call.thread_id);
+  if (!found) return;
+  const ThreadState& thread = *found;
   if (call.start_ns < thread.call_start_ns || call.start_ns > thread.call_end_ns) return;
   if (by_correlation_.emplace(call.correlation_id, thread.call_launcher).second) {
     correlation_order_.push_back(call.correlation_id);
@@ -110,9 +110,9 @@ void NcclStatsStage::DeviceSweep::advanceTo(uint64_t time_ns) {
 
 std::optional<NcclCollective> NcclStatsStage::collectiveOfKernel(uint32_t name_id) {
   if (name_id == 0) return std::nullopt;
-  if (const auto it = kernel_kind_.find(name_id); it != kernel_kind_.end()) {
-    if (it->second < 0) return std::nullopt;
-    return static_cast<NcclCollective>(it->second);
+  if (const int8_t* kind = kernel_kind_.find(name_id)) {
+    if (*kind < 0) return std::nullopt;
+    return static_cast<NcclCollective>(*kind);
   }
   const std::string* name = strings_ ? strings_->find(v1::STRING_KIND_KERNEL_NAME, name_id) : nullptr;
   if (!name) return std::nullopt;  // not defined yet: do not cache the guess
@@ -170,7 +170,11 @@ void NcclStatsStage::onActivity(const DeviceActivityEvent& activity) {
     }
   }
 
-  DeviceSweep& sweep = devices_[activity.device];
+  if (!last_device_ || last_device_id_ != activity.device) {
+    last_device_ = &devices_[activity.device];  // map nodes do not move
+    last_device_id_ = activity.device;
+  }
+  DeviceSweep& sweep = *last_device_;
   if (!sweep.started) {
     sweep.started = true;
     sweep.position_ns = activity.start_ns;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "collector/analysis/analysis_stage.h"
+#include "collector/analysis/flat_u64_map.h"
 #include "collector/analysis/nccl_kernel_name.h"
 
 #include <algorithm>
@@ -69,7 +70,8 @@ class NcclLaunchTracker {
     Launcher call_launcher;
   };
 
-  std::unordered_map<uint32_t, ThreadState> threads_;
+  // Looked up on every launch call: a flat map (empty, and so free, without NCCL calls).
+  FlatU64Map<ThreadState> threads_;
   std::unordered_map<uint64_t, uint32_t> comm_of_stream_;
   std::unordered_map<uint64_t, Launcher> by_correlation_;
   std::deque<uint64_t> correlation_order_;
@@ -108,8 +110,11 @@ class NcclStatsStage final : public AnalysisStage {
 
   const StringTable* strings_ = nullptr;
   NcclLaunchTracker launches_;
-  std::unordered_map<uint32_t, int8_t> kernel_kind_;  // name id -> NcclCollective, or -1: not NCCL
+  FlatU64Map<int8_t> kernel_kind_;  // name id -> NcclCollective, or -1: not NCCL (every kernel looks)
   std::map<uint32_t, DeviceSweep> devices_;
+  // The device of the last activity: consecutive activities are mostly on the same one.
+  uint32_t last_device_id_ = 0;
+  DeviceSweep* last_device_ = nullptr;
   std::array<NcclTypeStats, kTypeCount> by_type_{};
   std::unordered_map<uint32_t, uint64_t> group_host_ns_;  // per thread: host time of the open group
   NcclStats stats_;
