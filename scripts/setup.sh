@@ -25,6 +25,7 @@ packages=(
   python3                                   # test and scenario helpers
   binutils                                  # readelf, nm: checks on the injected library's symbols
   strace                                    # counts the launching thread's system calls (hot-path test)
+  ccache                                    # rebuilds after a branch switch or in a fresh clone's build/
 )
 missing=()
 for pkg in "${packages[@]}"; do
@@ -74,6 +75,11 @@ log_dir="$build_dir/logs"
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   generator=()
   command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  # A full build takes minutes on a 2-core machine; ccache makes a fresh clone's build (CI, a
+  # worktree) reuse what any earlier build of the same sources compiled.
+  if command -v ccache >/dev/null 2>&1; then
+    generator+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
   mkdir -p "$log_dir"
   cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" >"$log_dir/configure.log" 2>&1 || {
     cat "$log_dir/configure.log" >&2
