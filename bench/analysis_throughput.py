@@ -11,7 +11,7 @@ import subprocess
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
 ap.add_argument("--events", type=int, default=100_000_000)
-ap.add_argument("--modes", default="parse,report,engine")
+ap.add_argument("--modes", default="parse,engine")
 args = ap.parse_args()
 
 build = os.path.abspath(args.build)

@@ -1,7 +1,6 @@
 // analysis_throughput_bench: how fast a recording is read and analysed, and with how much memory.
 //   analysis_throughput_bench MODE FILE
 // MODE parse:  frames decoded with libprotobuf and nothing else (the speed to compare with)
-// MODE report: the full read (frames, deltas, strings) feeding the basic report builder
 // MODE engine: the full read feeding the analysis engine with all its standard stages (what
 //              `gapwatch report` runs)
 // Prints events per second and the process's peak resident memory.
@@ -13,12 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "collector/analysis/analysis_pipeline.h"
-#include "collector/basic_report.h"
-#include "collector/byte_source.h"
-#include "collector/frame_decoder.h"
-#include "collector/recording_reader.h"
-#include "collector/stream_decoder.h"
+#include "analysis/analysis_pipeline.h"
+#include "reader/frame_decoder.h"
+#include "reader/recording_reader.h"
+#include "reader/stream_decoder.h"
 
 using namespace gapwatch;
 
@@ -52,8 +49,8 @@ class CountingSink final : public FrameSink {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (strcmp(argv[1], "parse") && strcmp(argv[1], "report") && strcmp(argv[1], "engine"))) {
-    fprintf(stderr, "usage: analysis_throughput_bench parse|report|engine FILE\n");
+  if (argc != 3 || (strcmp(argv[1], "parse") && strcmp(argv[1], "engine"))) {
+    fprintf(stderr, "usage: analysis_throughput_bench parse|engine FILE\n");
     return 1;
   }
   std::string mode = argv[1];
@@ -64,7 +61,7 @@ int main(int argc, char** argv) {
     ReadResult r = readRecordingFile(argv[2], sink);
     if (!r.ok()) return fprintf(stderr, "%s\n", r.error->message.c_str()), 2;
     events = sink.events;
-  } else if (mode == "engine") {
+  } else {
     analysis::AnalysisPipeline pipeline;
     analysis::addStandardStages(pipeline);
     ReadResult read;
@@ -75,14 +72,6 @@ int main(int argc, char** argv) {
     readRecordingFile(argv[2], count);
     events = count.events;
     start = now_s() - engine_s;
-  } else {
-    FileByteSource source(argv[2]);
-    BasicReportBuilder builder;
-    StreamDecoder decoder(builder);
-    ReadResult r = readRecording(source, decoder);
-    if (!r.ok()) return fprintf(stderr, "%s\n", r.error->message.c_str()), 2;
-    BasicReport report = builder.finish(decoder.health());
-    events = report.api_calls + report.activities + report.nccl_calls + report.markers;
   }
   double seconds = now_s() - start;
   printf("mode=%s events=%llu seconds=%.3f events_per_second=%.0f peak_rss_mb=%.1f\n", mode.c_str(),

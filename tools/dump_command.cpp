@@ -6,8 +6,8 @@
 // in little memory.
 #include "tools/dump_command.h"
 
-#include "collector/recording_reader.h"
-#include "collector/stream_decoder.h"
+#include "reader/recording_reader.h"
+#include "reader/stream_decoder.h"
 #include "tools/dump_json.h"
 #include "tools/dump_text.h"
 #include "tools/exit_codes.h"

@@ -1,7 +1,7 @@
 // tools/dump_json.cpp: see dump_json.h.
 #include "tools/dump_json.h"
 
-#include "collector/enum_labels.h"
+#include "reader/enum_labels.h"
 
 namespace gapwatch::cli {
 namespace {

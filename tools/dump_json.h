@@ -7,8 +7,8 @@
 // of a type, so tools such as jq need no defaults. docs/cli.md lists the fields.
 #pragma once
 
-#include "collector/recording_reader.h"
-#include "collector/stream_decoder.h"
+#include "reader/recording_reader.h"
+#include "reader/stream_decoder.h"
 
 #include <nlohmann/json.hpp>
 

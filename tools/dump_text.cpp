@@ -1,7 +1,7 @@
 // tools/dump_text.cpp: see dump_text.h.
 #include "tools/dump_text.h"
 
-#include "collector/enum_labels.h"
+#include "reader/enum_labels.h"
 #include "tools/text_format.h"
 
 #include <iomanip>

@@ -5,7 +5,7 @@
 // string table. Fields with nothing in them (a zero or unspecified value) are left out.
 #pragma once
 
-#include "collector/stream_decoder.h"
+#include "reader/stream_decoder.h"
 
 #include <cstdint>
 #include <ostream>

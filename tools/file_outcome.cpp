@@ -18,8 +18,4 @@ int printReadOutcome(std::string_view name, const ReadResult& result, std::ostre
   return kExitOk;
 }
 
-bool hasContentToShow(const ReadResult& result) {
-  return !result.error || (result.error->kind == ReadErrorKind::kCorrupt && result.summary.frames > 0);
-}
-
 }  // namespace gapwatch::cli

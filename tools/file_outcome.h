@@ -5,7 +5,7 @@
 // error: one "<file>: note: ..." line, and the command goes on with what was read.
 #pragma once
 
-#include "collector/recording_reader.h"
+#include "reader/recording_reader.h"
 
 #include <ostream>
 #include <string_view>
@@ -15,9 +15,5 @@ namespace gapwatch::cli {
 // Prints the error line or the notices of `result` to `err`; returns kExitOk or
 // kExitBadRecording.
 int printReadOutcome(std::string_view name, const ReadResult& result, std::ostream& err);
-
-// Whether what was read is worth showing: a clean or truncated read, or the frames before a
-// corrupt one.
-bool hasContentToShow(const ReadResult& result);
 
 }  // namespace gapwatch::cli

@@ -3,8 +3,8 @@
 // and writes the report as text (report_terminal.h) or as one JSON document (report_json.h).
 #pragma once
 
-#include "collector/analysis/analysis_result.h"
-#include "tools/report_content.h"
+#include "analysis/analysis_result.h"
+#include "analysis/run_analysis.h"
 
 #include <ostream>
 #include <string>
@@ -19,9 +19,9 @@ struct ReportOptions {
   analysis::AnalysisOptions analysis;
 };
 
-// Reads and analyses every file (each in one pass), then the ranks together, then the diagnosis.
+// Reads and analyses every file (analysis::analyseRecordingFiles), printing how each read went.
 // Error and notice lines go to `err`; `exit_code` receives the worst code (exit_codes.h).
-ReportContent gatherReport(const ReportOptions& options, std::ostream& err, int& exit_code);
+analysis::RunReport gatherReport(const ReportOptions& options, std::ostream& err, int& exit_code);
 
 // gatherReport, then the report on `out`; returns the exit code.
 int runReport(const ReportOptions& options, std::ostream& out, std::ostream& err);

@@ -1,9 +1,9 @@
 // tools/report_json.cpp: see report_json.h; every key is documented in docs/report-json.md.
 #include "tools/report_json.h"
 
-#include "collector/analysis/diagnosis.h"
-#include "collector/enum_labels.h"
-#include "collector/gap_histogram.h"
+#include "analysis/diagnosis.h"
+#include "reader/enum_labels.h"
+#include "analysis/gap_histogram.h"
 
 #include <gapwatch/recording_format.h>
 
@@ -165,7 +165,7 @@ json stepsJson(const analysis::StepStats& s) {
           {"median_idle_fraction", s.median_idle_fraction}};
 }
 
-json processJson(const ProcessAnalysis& p, const RecordingOverview& o, const std::string& file) {
+json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o, const std::string& file) {
   json command_line = json::array();
   std::optional<int32_t> local_rank, world_size;
   if (o.hello) {
@@ -199,7 +199,7 @@ json processJson(const ProcessAnalysis& p, const RecordingOverview& o, const std
           {"local_rank", optional_int(local_rank)},
           {"world_size", optional_int(world_size)},
           {"command_line", command_line},
-          {"ended", endingLabel(o)},
+          {"ended", analysis::endingLabel(o)},
           {"exit_status", o.goodbye ? json(o.goodbye->exit_status()) : json(nullptr)},
           {"recorded_ns", o.spanNs()},
           {"probes", probes},
@@ -236,12 +236,12 @@ json processJson(const ProcessAnalysis& p, const RecordingOverview& o, const std
 
 }  // namespace
 
-json reportJson(const ReportContent& content) {
+json reportJson(const analysis::RunReport& content) {
   const analysis::AnalysisReport& report = content.analysis;
   const analysis::AnalysisOptions& o = report.options;
   const analysis::DiagnosisThresholds t;
   json inputs = json::array();
-  for (const ReportInput& input : content.inputs) {
+  for (const analysis::RecordingInput& input : content.inputs) {
     inputs.push_back({{"file", input.file},
                       {"status", input.status},
                       {"message", input.message},
@@ -282,7 +282,7 @@ json reportJson(const ReportContent& content) {
           {"findings", findings}};
 }
 
-void writeReportJson(const ReportContent& content, std::ostream& out) {
+void writeReportJson(const analysis::RunReport& content, std::ostream& out) {
   out << reportJson(content).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
 }
 

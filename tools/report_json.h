@@ -1,6 +1,6 @@
 // tools/report_json.h: `gapwatch report --json FILE...`: the report as one JSON document.
 //
-// The same content as the text report (report_content.h), for CI scripts that assert on it:
+// The same content as the text report (analysis/run_analysis.h), for CI scripts that assert on it:
 // "gapwatch_report_version": 1, the options and thresholds the run used, per input file what was
 // read, per process the device windows with idle by cause and the full gap histogram, sync points,
 // launch statistics, NCCL, steps and the ranked findings with their evidence as text and as
@@ -8,7 +8,7 @@
 // docs/report-json.md; within version 1 keys are only ever added, never renamed or removed.
 #pragma once
 
-#include "tools/report_content.h"
+#include "analysis/run_analysis.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,9 +18,9 @@ namespace gapwatch::cli {
 
 inline constexpr int kReportJsonVersion = analysis::AnalysisReport::kJsonVersion;
 
-nlohmann::ordered_json reportJson(const ReportContent& content);
+nlohmann::ordered_json reportJson(const analysis::RunReport& content);
 
 // The document, indented by two spaces, and a newline.
-void writeReportJson(const ReportContent& content, std::ostream& out);
+void writeReportJson(const analysis::RunReport& content, std::ostream& out);
 
 }  // namespace gapwatch::cli

@@ -1,8 +1,8 @@
 // tools/report_terminal.cpp: see report_terminal.h.
 #include "tools/report_terminal.h"
 
-#include "collector/analysis/diagnosis.h"
-#include "collector/analysis/sync_stats.h"
+#include "analysis/diagnosis.h"
+#include "analysis/sync_stats.h"
 #include "tools/text_format.h"
 
 #include <algorithm>
@@ -124,7 +124,7 @@ void printFindings(const ProcessAnalysis& p, const TerminalStyle& style, std::os
 
 // --- the recording --------------------------------------------------------------------------------
 
-void printProcess(const ProcessAnalysis& p, const RecordingOverview& o, std::ostream& out) {
+void printProcess(const ProcessAnalysis& p, const analysis::RecordingOverview& o, std::ostream& out) {
   if (!o.hello) {
     row(out, "process") << "unknown (the recording has no Hello frame)\n";
   } else {
@@ -145,7 +145,7 @@ void printProcess(const ProcessAnalysis& p, const RecordingOverview& o, std::ost
   }
   row(out, "recorded");
   if (o.spanNs() > 0) out << formatDuration(o.spanNs()) << ", ";
-  out << endingText(o) << '\n';
+  out << analysis::endingText(o) << '\n';
 
   std::vector<std::string> problems;
   if (o.read.skipped_frames > 0) {
@@ -417,7 +417,7 @@ void printSteps(const ProcessAnalysis& p, std::ostream& out) {
   out << '\n';
 }
 
-void printDropsAndNotes(const ProcessAnalysis& p, const RecordingOverview& o, const TerminalStyle& style,
+void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverview& o, const TerminalStyle& style,
                         std::ostream& out) {
   std::vector<std::string> parts;
   if (p.events_dropped > 0) parts.push_back(plural(p.events_dropped, "event", "events") + " dropped in the recorder");
@@ -452,9 +452,9 @@ void printDropsAndNotes(const ProcessAnalysis& p, const RecordingOverview& o, co
   }
 }
 
-void printProcessBlock(const ReportContent& content, std::size_t index, const TerminalStyle& style, std::ostream& out) {
+void printProcessBlock(const analysis::RunReport& content, std::size_t index, const TerminalStyle& style, std::ostream& out) {
   const ProcessAnalysis& p = content.analysis.processes[index];
-  const RecordingOverview& o = content.overviews[index];
+  const analysis::RecordingOverview& o = content.overviews[index];
   out << style.bold("== " + printable(content.files[index]) + " ==") << '\n';
   out << style.bold(analysis::verdict(p)) << "\n\n";
   printFindings(p, style, out);
@@ -468,7 +468,7 @@ void printProcessBlock(const ReportContent& content, std::size_t index, const Te
   printDropsAndNotes(p, o, style, out);
 }
 
-void printAcrossRanks(const ReportContent& content, const TerminalStyle& style, std::ostream& out) {
+void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out) {
   const analysis::AnalysisReport& report = content.analysis;
   out << style.bold("== " + std::to_string(report.processes.size()) +
                     " recordings, analysed together (one per rank) ==")
@@ -516,7 +516,7 @@ bool colourWanted(bool stdout_is_terminal, const char* no_color_env, const char*
   return term_env == nullptr || std::string_view(term_env) != "dumb";
 }
 
-void writeTerminalReport(const ReportContent& content, const TerminalStyle& style, std::ostream& out) {
+void writeTerminalReport(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out) {
   const std::size_t n = content.analysis.processes.size();
   if (n > 1) printAcrossRanks(content, style, out);
   for (std::size_t i = 0; i < n; ++i) {

@@ -11,7 +11,7 @@
 // which the command line turns on for a terminal without NO_COLOR (colourWanted).
 #pragma once
 
-#include "tools/report_content.h"
+#include "analysis/run_analysis.h"
 
 #include <ostream>
 #include <string>
@@ -35,6 +35,6 @@ struct TerminalStyle {
 // even empty, it is honoured) and never for TERM=dumb.
 bool colourWanted(bool stdout_is_terminal, const char* no_color_env, const char* term_env);
 
-void writeTerminalReport(const ReportContent& content, const TerminalStyle& style, std::ostream& out);
+void writeTerminalReport(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out);
 
 }  // namespace gapwatch::cli

@@ -4,7 +4,7 @@
 // none of them can move the cursor or change a terminal's state.
 #pragma once
 
-#include "collector/analysis/quantity_text.h"
+#include "analysis/quantity_text.h"
 
 #include <cstdint>
 #include <string>
@@ -13,7 +13,7 @@
 namespace gapwatch::cli {
 
 // Durations ("12.3 ms"), counts ("1,234,567") and shares ("73.6%") read the same everywhere:
-// they come from collector/analysis/quantity_text.h, which the diagnosis's evidence uses too.
+// they come from analysis/quantity_text.h, which the diagnosis's evidence uses too.
 using gapwatch::formatCount;
 using gapwatch::formatDuration;
 using gapwatch::formatPercent;

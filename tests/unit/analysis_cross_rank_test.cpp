@@ -1,5 +1,5 @@
-// Whom the ranks waited for in collectives (collector/analysis/cross_rank.h). Times in microseconds.
-#include "collector/analysis/cross_rank.h"
+// Whom the ranks waited for in collectives (analysis/cross_rank.h). Times in microseconds.
+#include "analysis/cross_rank.h"
 
 #include <catch2/catch.hpp>
 

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis_test_events.h"
-#include "collector/analysis/device_idle.h"
+#include "analysis/device_idle.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis_test_events.h"
-#include "collector/analysis/launch_stats.h"
+#include "analysis/launch_stats.h"
 
 namespace {
 

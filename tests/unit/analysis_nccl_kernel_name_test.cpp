@@ -1,5 +1,5 @@
-// Which kernel names are NCCL's and which collective they run (collector/analysis/nccl_kernel_name.h).
-#include "collector/analysis/nccl_kernel_name.h"
+// Which kernel names are NCCL's and which collective they run (analysis/nccl_kernel_name.h).
+#include "analysis/nccl_kernel_name.h"
 
 #include <catch2/catch.hpp>
 

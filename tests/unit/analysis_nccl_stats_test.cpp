@@ -1,6 +1,6 @@
-// NCCL statistics of one process (collector/analysis/nccl_stats.h), on hand-built event streams
+// NCCL statistics of one process (analysis/nccl_stats.h), on hand-built event streams
 // fed in time order. Times are in microseconds (us()).
-#include "collector/analysis/nccl_stats.h"
+#include "analysis/nccl_stats.h"
 
 #include <catch2/catch.hpp>
 

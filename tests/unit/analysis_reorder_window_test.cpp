@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis_test_events.h"
-#include "collector/analysis/reorder_window.h"
+#include "analysis/reorder_window.h"
 
 #include <algorithm>
 #include <functional>

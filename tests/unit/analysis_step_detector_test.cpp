@@ -1,6 +1,6 @@
-// Step detection (collector/analysis/step_detector.h): period finding on name sequences, and the
+// Step detection (analysis/step_detector.h): period finding on name sequences, and the
 // stage on synthetic training loops fed in time order. Times in microseconds (us()).
-#include "collector/analysis/step_detector.h"
+#include "analysis/step_detector.h"
 
 #include <catch2/catch.hpp>
 

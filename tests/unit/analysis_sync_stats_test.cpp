@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "analysis_test_events.h"
-#include "collector/analysis/duration_percentiles.h"
-#include "collector/analysis/sync_stats.h"
+#include "analysis/duration_percentiles.h"
+#include "analysis/sync_stats.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 // microseconds (us(...)) so the hand computations stay readable.
 #pragma once
 
-#include "collector/analysis/analysis_pipeline.h"
-#include "collector/events.h"
+#include "analysis/analysis_pipeline.h"
+#include "reader/events.h"
 
 #include <gapwatch/v1/stream.pb.h>
 

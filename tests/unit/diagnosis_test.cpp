@@ -1,7 +1,7 @@
 // tests/unit/diagnosis_test.cpp: the diagnosis on hand-built analyses: each finding appears above
 // its threshold and not below, a healthy run has none, findings are ranked by the idle they
 // explain, that idle adds up to the device's idle, and no finding comes without numbers and a fix.
-#include "collector/analysis/diagnosis.h"
+#include "analysis/diagnosis.h"
 
 #include <catch2/catch.hpp>
 

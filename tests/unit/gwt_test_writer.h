@@ -6,7 +6,7 @@
 // encodeBatch() is the recorder's side of the delta rules (events.proto), from absolute events.
 #pragma once
 
-#include "collector/events.h"
+#include "reader/events.h"
 
 #include <gapwatch/recording_format.h>
 #include <gapwatch/v1/stream.pb.h>

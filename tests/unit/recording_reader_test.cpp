@@ -4,10 +4,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "collector/byte_source.h"
-#include "collector/frame_decoder.h"
-#include "collector/recording.h"
-#include "collector/recording_reader.h"
+#include "reader/byte_source.h"
+#include "reader/frame_decoder.h"
+#include "recording_in_memory.h"
+#include "reader/recording_reader.h"
 #include "gwt_test_writer.h"
 
 #include <gapwatch/recording_format.h>
@@ -23,6 +23,10 @@ namespace {
 
 using namespace gapwatch;
 using test::GwtBytes;
+using test::LoadedRecording;
+using test::ProcessRecording;
+using test::loadRecording;
+using test::loadRecordingFile;
 
 // Remembers the offset and body of every frame it is given.
 class FrameCollector final : public FrameSink {

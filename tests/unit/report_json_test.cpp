@@ -1,7 +1,7 @@
 // tests/unit/report_json_test.cpp: the shape of `gapwatch report --json` (docs/report-json.md) on a
 // hand-built report: the version, every documented key with its type, the histogram's 22 buckets,
 // findings with evidence as text and as numbers, and the inputs that could not be read.
-#include "collector/analysis/diagnosis.h"
+#include "analysis/diagnosis.h"
 #include "tools/report_json.h"
 
 #include <catch2/catch.hpp>
@@ -10,15 +10,15 @@
 
 using namespace gapwatch;
 using namespace gapwatch::analysis;
-using gapwatch::cli::ReportContent;
+using gapwatch::analysis::RunReport;
 using json = nlohmann::ordered_json;
 
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
-ReportContent dataBoundContent() {
-  ReportContent content;
+RunReport dataBoundContent() {
+  RunReport content;
   ProcessAnalysis p;
   p.pid = 4242;
   p.host = "node-3";
@@ -138,7 +138,7 @@ TEST_CASE("a finding has its id, cause, share, evidence as text and as numbers, 
 }
 
 TEST_CASE("the document is written indented, ending in a newline, and invalid UTF-8 does not stop it") {
-  ReportContent content = dataBoundContent();
+  RunReport content = dataBoundContent();
   content.analysis.processes[0].host = "bad\xff" "byte";
   std::ostringstream out;
   cli::writeReportJson(content, out);

@@ -1,7 +1,7 @@
 // tests/unit/report_terminal_test.cpp: the text report: the verdict comes first, colour only where
 // asked for (a terminal without NO_COLOR) and never in recorded strings, and what a recording
 // cannot see is said instead of numbers.
-#include "collector/analysis/diagnosis.h"
+#include "analysis/diagnosis.h"
 #include "tools/report_terminal.h"
 
 #include <catch2/catch.hpp>
@@ -11,15 +11,15 @@
 
 using namespace gapwatch;
 using namespace gapwatch::analysis;
-using gapwatch::cli::ReportContent;
+using gapwatch::analysis::RunReport;
 using gapwatch::cli::TerminalStyle;
 
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
-ReportContent contentWithOneProcess(bool device_timeline = true) {
-  ReportContent content;
+RunReport contentWithOneProcess(bool device_timeline = true) {
+  RunReport content;
   ProcessAnalysis p;
   p.pid = 4242;
   p.host = "evil\x1b[2Jhost";
@@ -41,7 +41,7 @@ ReportContent contentWithOneProcess(bool device_timeline = true) {
   s.total_ns = 3 * kMs;
   p.sync_points.push_back(s);
   content.analysis.processes.push_back(p);
-  cli::RecordingOverview overview;
+  analysis::RecordingOverview overview;
   v1::Hello hello;
   hello.set_pid(4242);
   hello.set_host(p.host);
@@ -52,7 +52,7 @@ ReportContent contentWithOneProcess(bool device_timeline = true) {
   return content;
 }
 
-std::string render(const ReportContent& content, bool colour) {
+std::string render(const RunReport& content, bool colour) {
   std::ostringstream out;
   cli::writeTerminalReport(content, TerminalStyle{colour}, out);
   return out.str();
@@ -86,7 +86,7 @@ TEST_CASE("the verdict is the first line after the file's name, and the findings
 }
 
 TEST_CASE("without colour there is no escape byte at all; with it, recorded strings stay escaped") {
-  const ReportContent content = contentWithOneProcess();
+  const RunReport content = contentWithOneProcess();
   const std::string plain = render(content, false);
   CHECK(plain.find('\x1b') == std::string::npos);
   CHECK(plain.find("evil\\x1b[2Jhost") != std::string::npos);
@@ -107,7 +107,7 @@ TEST_CASE("a symbol-only recording says device idle is not measured and shows no
 }
 
 TEST_CASE("several recordings start with each rank's verdict and the cross-rank section") {
-  ReportContent content = contentWithOneProcess();
+  RunReport content = contentWithOneProcess();
   content.analysis.processes[0].rank = 0;
   content.analysis.processes.push_back(content.analysis.processes[0]);
   content.analysis.processes[1].rank = 1;

@@ -12,7 +12,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "collector/stream_decoder.h"
+#include "reader/stream_decoder.h"
 
 #include <gapwatch/v1/stream.pb.h>
 #include <google/protobuf/stubs/logging.h>

@@ -5,9 +5,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "collector/byte_source.h"
-#include "collector/recording.h"
-#include "collector/stream_decoder.h"
+#include "reader/byte_source.h"
+#include "recording_in_memory.h"
+#include "reader/stream_decoder.h"
 #include "gwt_test_writer.h"
 
 #include <gapwatch/recording_format.h>
@@ -20,6 +20,10 @@ namespace {
 
 using namespace gapwatch;
 using test::GwtBytes;
+using test::LoadedRecording;
+using test::ProcessRecording;
+using test::loadRecording;
+using test::loadRecordingFile;
 
 LoadedRecording load(const GwtBytes& gwt) {
   MemoryByteSource source(gwt.span());

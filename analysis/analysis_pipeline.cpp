@@ -1,0 +1,156 @@
+// analysis/analysis_pipeline.cpp: see analysis_pipeline.h.
+#include "analysis/analysis_pipeline.h"
+
+#include "analysis/nccl_stats.h"
+#include "analysis/step_detector.h"
+
+#include "analysis/device_idle.h"
+#include "analysis/launch_stats.h"
+#include "analysis/sync_stats.h"
+#include "reader/enum_labels.h"
+
+#include <algorithm>
+
+namespace gapwatch::analysis {
+namespace {
+
+bool hasProbe(const v1::Hello& hello, v1::Probe probe) {
+  return std::find(hello.probes().begin(), hello.probes().end(), probe) != hello.probes().end();
+}
+
+// An async copy blocks the host when a host side is pageable (the runtime stages it) or both
+// sides are host memory.
+bool copyBlocksHost(const DeviceActivityEvent& copy) {
+  return copy.src_memory == v1::MEMORY_KIND_PAGEABLE || copy.dst_memory == v1::MEMORY_KIND_PAGEABLE ||
+         copy.copy_kind == v1::COPY_KIND_H2H;
+}
+
+}  // namespace
+
+AnalysisPipeline::AnalysisPipeline(const AnalysisOptions& options)
+    : options_(options), fanout_(*this), window_(options.reorder_window_ns, fanout_) {}
+
+AnalysisPipeline::~AnalysisPipeline() = default;
+
+AnalysisStage& AnalysisPipeline::addStage(std::unique_ptr<AnalysisStage> stage) {
+  stages_.push_back(std::move(stage));
+  return *stages_.back();
+}
+
+void AnalysisPipeline::beginStages() {
+  if (begun_) return;
+  begun_ = true;
+  for (auto& stage : stages_) stage->begin(facts_);
+}
+
+void AnalysisPipeline::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
+  if (hello_) return;  // the first Hello describes the stream
+  hello_ = hello;
+  // Without the activity probe (symbol hooks only) there is no device timeline. A Hello that
+  // lists no probes at all (an old or partial recorder) is given the benefit of the doubt.
+  facts_.device_timeline = hello.probes_size() == 0 || hasProbe(hello, v1::PROBE_CUPTI_ACTIVITY);
+  facts_.process_start_ns = hello.process_start_ns() != 0 ? hello.process_start_ns() : hello.start_time_ns();
+  beginStages();
+}
+
+void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& strings) {
+  beginStages();
+  if (!strings_set_) {
+    // The decoder's table lives as long as the read and grows in place: hand it over once.
+    strings_set_ = true;
+    for (auto& stage : stages_) stage->setStrings(&strings);
+  }
+  for (const DropCount& drop : batch.drops) drops_.update(drop);
+  for (const ApiCallEvent& call : batch.api_calls) window_.push(call);
+  for (const NcclCallEvent& call : batch.nccl_calls) window_.push(call);
+  for (const MarkerEvent& marker : batch.markers) window_.push(marker);
+  for (const DeviceActivityEvent& activity : batch.activities) {
+    const bool copy = activity.kind == v1::ACTIVITY_KIND_MEMCPY && activity.correlation_id != 0;
+    if (copy) copy_blocks_[activity.correlation_id] = copyBlocksHost(activity);
+    if (!window_.push(activity) && copy) copy_blocks_.erase(activity.correlation_id);
+  }
+}
+
+void AnalysisPipeline::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*offset*/) {
+  goodbye_ = goodbye;
+  for (const v1::DropCounter& d : goodbye.drops()) drops_.update({d.source(), d.id(), d.dropped()});
+}
+
+void AnalysisPipeline::Fanout::onApiCall(const ApiCallEvent& call) {
+  if (call.kind == v1::API_KIND_MEMCPY_ASYNC && !call.blocked && call.correlation_id != 0) {
+    auto it = pipeline_.copy_blocks_.find(call.correlation_id);
+    if (it != pipeline_.copy_blocks_.end() && it->second) {
+      ApiCallEvent blocked = call;
+      blocked.blocked = true;
+      for (auto& stage : pipeline_.stages_) stage->onApiCall(blocked);
+      return;
+    }
+  }
+  for (auto& stage : pipeline_.stages_) stage->onApiCall(call);
+}
+
+void AnalysisPipeline::Fanout::onActivity(const DeviceActivityEvent& activity) {
+  if (activity.kind == v1::ACTIVITY_KIND_MEMCPY) pipeline_.copy_blocks_.erase(activity.correlation_id);
+  for (auto& stage : pipeline_.stages_) stage->onActivity(activity);
+}
+
+void AnalysisPipeline::Fanout::onNcclCall(const NcclCallEvent& call) {
+  for (auto& stage : pipeline_.stages_) stage->onNcclCall(call);
+}
+
+void AnalysisPipeline::Fanout::onMarker(const MarkerEvent& marker) {
+  for (auto& stage : pipeline_.stages_) stage->onMarker(marker);
+}
+
+ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHealth& health) {
+  beginStages();
+  window_.flush();
+  for (auto& stage : stages_) stage->finish();
+
+  ProcessAnalysis result;
+  if (hello_) {
+    result.pid = hello_->pid();
+    result.host = hello_->host();
+    if (hello_->has_rank()) result.rank = hello_->rank();
+    for (int probe : hello_->probes()) result.probes.push_back(enumLabel(static_cast<v1::Probe>(probe)));
+    result.cupti_unavailable = hello_->cupti_unavailable();
+  }
+  result.device_timeline = facts_.device_timeline;
+  // Cut short: inside a frame (the file), or without the Goodbye every finished recording ends with.
+  result.truncated = read.summary.truncated || !health.has_goodbye;
+  result.late_events = window_.lateEvents();
+  result.events_dropped = drops_.total(v1::DROP_SOURCE_THREAD_RING);
+  result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);
+  if (goodbye_) {
+    // Goodbye's totals are final; take the larger in case a counter's last update was lost.
+    result.events_dropped = std::max(result.events_dropped, goodbye_->events_dropped());
+    result.cupti_records_dropped = std::max(result.cupti_records_dropped, goodbye_->cupti_records_dropped());
+  }
+  for (auto& stage : stages_) stage->contribute(result);
+  return result;
+}
+
+void addStandardStages(AnalysisPipeline& pipeline) {
+  const AnalysisOptions& options = pipeline.options();
+  auto& device_idle = pipeline.emplaceStage<DeviceIdleStage>(options);
+  pipeline.emplaceStage<SyncStatsStage>(options, &device_idle);
+  pipeline.emplaceStage<LaunchStatsStage>(options);
+  pipeline.emplaceStage<NcclStatsStage>(options);
+  pipeline.emplaceStage<StepDetectorStage>(options);
+}
+
+ProcessAnalysis analyzeFile(const std::string& path, AnalysisPipeline& pipeline, ReadResult* read) {
+  StreamDecoder decoder(pipeline);
+  ReadResult result = readRecordingFile(path, decoder);
+  ProcessAnalysis analysis = pipeline.finish(result, decoder.health());
+  if (read) *read = std::move(result);
+  return analysis;
+}
+
+ProcessAnalysis analyzeFile(const std::string& path, const AnalysisOptions& options, ReadResult* read) {
+  AnalysisPipeline pipeline(options);
+  addStandardStages(pipeline);
+  return analyzeFile(path, pipeline, read);
+}
+
+}  // namespace gapwatch::analysis

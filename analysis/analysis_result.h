@@ -1,0 +1,170 @@
+// analysis/analysis_result.h: everything the analysis engine finds in a recording.
+//
+// The one data model between the engine (which fills it), the diagnosis (which reads it and adds
+// findings) and the outputs (terminal report, JSON: docs/report-json.md). Times are nanoseconds on
+// the recording's clock (CLOCK_MONOTONIC); "fraction" fields are 0..1. Definitions of every
+// number: ARCHITECTURE.md sections 1 and 6, made exact in docs/analysis.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/gap_histogram.h"
+#include "analysis/sync_points.h"
+
+namespace gapwatch::analysis {
+
+// The knobs a user can turn (gapwatch report --launch-threshold, --min-gap, --top).
+struct AnalysisOptions {
+  uint64_t launch_threshold_ns = 30000;       // a shorter gap outside any CUDA call is launch overhead
+  uint64_t min_gap_ns = 0;                    // gaps shorter than this are still idle, but not listed
+  uint32_t top_n = 5;                         // call sites, kernels, gaps listed
+  uint64_t reorder_window_ns = 2000000000;    // how late an event may arrive and still be placed
+  uint64_t hta_consecutive_kernel_delay_ns = 30000;  // HTA's kernel_wait threshold
+  uint64_t hta_runtime_cutoff_ns = 50000;             // HTA's short-kernel / runtime-outlier cutoff
+  uint64_t hta_launch_delay_cutoff_ns = 100000;       // HTA's launch-delay outlier cutoff
+};
+
+// The causes of idle time (ARCHITECTURE.md section 6). Every idle nanosecond has exactly one.
+enum class IdleCause : uint8_t { kHostCpu, kLaunchOverhead, kSyncCopy, kCudaApi, kNcclHost, kDependency };
+inline constexpr std::size_t kIdleCauseCount = 6;
+const char* idleCauseName(IdleCause cause);  // "host_cpu", "launch_overhead", ...
+
+// HTA's per-stream idle breakdown (get_idle_time_breakdown), for users who compare with it.
+struct StreamIdle {
+  uint64_t stream = 0;
+  uint64_t host_wait_ns = 0;
+  uint64_t kernel_wait_ns = 0;
+  uint64_t other_ns = 0;
+};
+
+struct IdleGap {  // one of the longest gaps, for the report
+  uint64_t start_ns = 0, end_ns = 0;
+  std::array<uint64_t, kIdleCauseCount> by_cause_ns{};
+  bool after_sync = false;
+};
+
+struct DeviceAnalysis {
+  uint32_t device = 0;
+  uint64_t window_start_ns = 0, window_end_ns = 0;  // first activity start, last activity end
+  uint64_t leading_ns = 0;                          // process (or recording) start to window start
+  uint64_t busy_ns = 0;                             // union of kernel, memcpy and memset intervals
+  uint64_t idle_ns = 0;                             // window - busy
+  double idle_fraction = 0;
+  uint64_t kernels = 0, memcpys = 0, memsets = 0;
+  GapHistogram gaps;
+  std::array<uint64_t, kIdleCauseCount> idle_by_cause_ns{};  // sums to idle_ns
+  uint64_t after_sync_ns = 0;  // idle in gaps that began when a host sync returned
+  // Added for the diagnosis (docs/analysis.md, "Diagnosis"). A diagnosis that finds them all 0
+  // while after_sync_ns > 0 estimates them instead (an engine that does not fill them yet).
+  uint64_t after_sync_gaps = 0;                                    // gaps flagged after_sync
+  std::array<uint64_t, kIdleCauseCount> after_sync_by_cause_ns{};  // their idle by cause
+  // Sum over after_sync gaps [g0, g1) of min(g1 - g0, B), B the longest blocked time (exit - enter)
+  // of a blocked call that returned in [g0, g1) on the gap's thread T (the one that queued the
+  // activity ending the gap; any thread when T is unknown): the idle the host could have hidden
+  // had it not waited, since it would have done the gap's host work during the wait while the
+  // device still ran what was queued. Longest, not the drainer's: item() is a pageable copy that
+  // waits for the queue (260 us in sync-bound), then a stream sync that finds it empty (1 us); the
+  // copy's wait is what could be hidden, whichever of the two the after_sync rule names.
+  uint64_t after_sync_hideable_ns = 0;
+  std::vector<StreamIdle> streams;
+  std::vector<IdleGap> longest_gaps;  // top_n by length
+};
+
+struct CallSite {
+  std::string name;  // symbolised caller, or "(not recorded)"
+  uint64_t count = 0, total_ns = 0;
+};
+
+struct SyncTypeStats {
+  SyncPointKind kind = SyncPointKind::kOther;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;           // blocked time (call durations)
+  uint64_t p50_ns = 0, p99_ns = 0;
+  uint64_t idle_after_ns = 0;      // device idle in the gaps these calls drained (after_sync by type)
+  std::vector<CallSite> top_call_sites;
+};
+
+struct LaunchStats {  // HTA's get_cuda_kernel_launch_stats definitions, plus gapwatch's own
+  uint64_t launches = 0;                 // launch calls joined to a device activity
+  uint64_t api_total_ns = 0, api_p50_ns = 0, api_p99_ns = 0;
+  uint64_t launch_delay_mean_ns = 0, launch_delay_p50_ns = 0, launch_delay_p99_ns = 0;  // clipped at 0
+  uint64_t short_kernels = 0;            // api <= runtime cutoff and device time < api time
+  uint64_t runtime_outliers = 0;         // api > runtime cutoff
+  uint64_t launch_delay_outliers = 0;    // delay > launch-delay cutoff
+  uint64_t kernels_under_20us = 0;
+  double launches_per_second = 0;        // over the device window
+  uint64_t queue_depth_max = 0, queue_depth_p99 = 0;  // launched, not yet finished (time-weighted p99)
+  GapHistogram host_launch_gaps;         // per thread: a launch call's return to the next launch call
+};
+
+struct NcclTypeStats {
+  std::string op;  // "all_reduce", ...
+  uint64_t calls = 0, bytes = 0, host_ns = 0;
+  uint64_t kernels = 0, device_ns = 0;
+};
+
+struct NcclStats {
+  std::vector<NcclTypeStats> by_type;
+  uint64_t comm_ns = 0;                  // union of NCCL kernel intervals
+  double comm_share_of_busy = 0;
+  double compute_comm_overlap = 0;       // HTA: compute time during communication / communication time
+};
+
+struct StepStats {
+  std::string method;        // "markers", "recurring kernel sequence", "recurring sync point", "none"
+  std::string how;           // one sentence: what marks a step
+  uint64_t steps = 0;
+  uint64_t median_ns = 0, p10_ns = 0, p90_ns = 0;
+  double median_idle_fraction = 0;
+};
+
+struct Finding {              // one cause the diagnosis found, with its evidence and fix
+  std::string id;             // "data_pipeline", "launch_overhead", "sync_points", "pageable_copies", "nccl", "warmup"
+  std::string title;
+  uint64_t idle_ns = 0;       // idle time it explains (ranking key)
+  double idle_share = 0;      // of the process's total idle
+  std::vector<std::pair<std::string, std::string>> evidence;  // name -> value, as printed
+  std::string fix;
+  // Added for `gapwatch report --json`: the evidence as numbers, key -> value. Keys say their
+  // unit: *_ns nanoseconds, *_fraction 0..1, *_per_second, *_per_step, else a count
+  // (docs/report-json.md).
+  std::vector<std::pair<std::string, double>> numbers;
+};
+
+struct ProcessAnalysis {
+  uint32_t pid = 0;
+  std::string host;
+  std::optional<int32_t> rank;
+  std::vector<std::string> probes;
+  std::string cupti_unavailable;
+  bool device_timeline = true;   // false in symbol-only mode: host-side numbers only
+  bool truncated = false;
+  uint64_t late_events = 0;      // arrived after the reordering window had closed past them
+  uint64_t events_dropped = 0, cupti_records_dropped = 0;
+  std::vector<DeviceAnalysis> devices;
+  std::vector<SyncTypeStats> sync_points;
+  LaunchStats launches;
+  NcclStats nccl;
+  StepStats steps;
+  std::vector<Finding> findings;  // ranked by idle_ns
+};
+
+struct RankWait {        // across ranks: whom the others waited for in collectives
+  int32_t rank = -1;
+  uint64_t waited_for_ns = 0;  // time other ranks' NCCL kernels ran before this rank's started
+  uint64_t collectives_last = 0;  // collectives in which this rank arrived last
+};
+
+struct AnalysisReport {
+  static constexpr int kJsonVersion = 1;
+  AnalysisOptions options;
+  std::vector<ProcessAnalysis> processes;
+  std::vector<RankWait> rank_waits;  // empty with one rank
+  std::vector<Finding> findings;     // across ranks (diagnoseAcrossRanks), ranked by idle_ns
+};
+
+}  // namespace gapwatch::analysis

@@ -1,0 +1,29 @@
+// analysis/analysis_stage.h: one stage of the analysis engine.
+//
+// A stage sees one process's events in time order (it is a TimeOrderedConsumer, fed by
+// analysis_pipeline.h) and, once the pipeline has called finish(), writes its own part of the
+// result into the shared ProcessAnalysis. Each stage owns one part (device idle, sync points,
+// launches, NCCL, steps), so new stages are added to the pipeline without touching the others.
+#pragma once
+
+#include "analysis/analysis_result.h"
+#include "analysis/time_ordered_consumer.h"
+
+namespace gapwatch::analysis {
+
+// What the pipeline knows about the recording before any event arrives (from Hello), so stages
+// can decide what they may claim (e.g. nothing about device idle without a device timeline).
+struct RecordingFacts {
+  bool device_timeline = true;       // Hello.probes includes cupti_activity
+  uint64_t process_start_ns = 0;     // Hello's start time on the recording clock (0 if unknown)
+};
+
+class AnalysisStage : public TimeOrderedConsumer {
+ public:
+  // Called once, before the first event.
+  virtual void begin(const RecordingFacts& /*facts*/) {}
+  // Called after finish(): write this stage's part of the result. Must not touch other parts.
+  virtual void contribute(ProcessAnalysis& result) = 0;
+};
+
+}  // namespace gapwatch::analysis

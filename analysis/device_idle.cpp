@@ -1,0 +1,388 @@
+// analysis/device_idle.cpp: see device_idle.h.
+#include "analysis/device_idle.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace gapwatch::analysis {
+namespace {
+
+// How long a call's work may take to show up before the call is forgotten. Longer than the
+// reordering window, so only work that never comes (dropped records) expires in practice.
+constexpr uint64_t kQueueAgeNs = 10'000'000'000ull;
+// Pruning every thread's history is O(threads); do it now and then, and on each thread's own
+// appends.
+constexpr uint64_t kPruneEvery = 1024;
+// Activities that end on the same nanosecond, kept as what a sync may have waited for.
+constexpr std::size_t kMaxFinishers = 16;
+
+constexpr IdleCause kCauseOfCategory[kCallCategoryCount] = {IdleCause::kSyncCopy, IdleCause::kNcclHost,
+                                                             IdleCause::kLaunchOverhead, IdleCause::kCudaApi};
+
+bool isDeviceWork(v1::ActivityKind kind) {
+  return kind == v1::ACTIVITY_KIND_KERNEL || kind == v1::ACTIVITY_KIND_MEMCPY || kind == v1::ACTIVITY_KIND_MEMSET;
+}
+
+std::size_t causeIndex(IdleCause cause) { return static_cast<std::size_t>(cause); }
+
+uint64_t gapLength(const IdleGap& gap) { return gap.end_ns - gap.start_ns; }
+
+// Orders the longest-gap heap so that its front is the gap to drop first: the shortest, and of
+// equal ones the latest.
+bool keepsBetter(const IdleGap& a, const IdleGap& b) {
+  if (gapLength(a) != gapLength(b)) return gapLength(a) > gapLength(b);
+  return a.start_ns < b.start_ns;
+}
+
+}  // namespace
+
+CallCategory categorizeCall(const ApiCallEvent& call) {
+  const bool copy_or_memset = call.kind == v1::API_KIND_MEMCPY || call.kind == v1::API_KIND_MEMCPY_ASYNC ||
+                              call.kind == v1::API_KIND_MEMSET || call.kind == v1::API_KIND_MEMSET_ASYNC;
+  if (copy_or_memset && call.blocked) return CallCategory::kSyncCopy;
+  if (copy_or_memset || call.kind == v1::API_KIND_LAUNCH || call.kind == v1::API_KIND_GRAPH_LAUNCH ||
+      call.kind == v1::API_KIND_EVENT_RECORD || call.kind == v1::API_KIND_STREAM_WAIT_EVENT) {
+    return CallCategory::kLaunch;
+  }
+  return CallCategory::kCudaApi;
+}
+
+DeviceIdleStage::DeviceIdleStage(const AnalysisOptions& options)
+    : options_(options), queued_by_(std::max(options.reorder_window_ns, kQueueAgeNs)) {}
+
+void DeviceIdleStage::begin(const RecordingFacts& facts) { facts_ = facts; }
+
+void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
+  if (!facts_.device_timeline) return;
+  advance(call.start_ns);
+  queued_by_.add(call);
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call));
+  if (const std::optional<SyncPointKind> kind = classifySyncPoint(call)) {
+    BlockedCall blocked;
+    blocked.enter_ns = call.start_ns;
+    blocked.exit_ns = call.end_ns;
+    blocked.correlation_id = call.correlation_id;
+    blocked.kind = *kind;
+    blocked.waits_own_work = categorizeCall(call) == CallCategory::kSyncCopy;
+    blocked_calls_.push_back(blocked);
+  }
+}
+
+void DeviceIdleStage::onNcclCall(const NcclCallEvent& call) {
+  if (!facts_.device_timeline) return;
+  advance(call.start_ns);
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost);
+}
+
+void DeviceIdleStage::noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns,
+                                     CallCategory category) {
+  RingQueue<CallSpan>& calls = thread_calls_[thread_id];
+  const uint64_t h = horizon();
+  while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
+  if (exit_ns <= h) return;  // no gap still to come can overlap it
+  const uint64_t max_exit = std::max(calls.empty() ? 0 : calls.back().max_exit_ns, exit_ns);
+  calls.push_back({enter_ns, exit_ns, max_exit, category});
+}
+
+void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
+  if (!facts_.device_timeline) return;
+  if (activity.kind == v1::ACTIVITY_KIND_SYNC) return noteSyncRecord(activity);
+  if (!isDeviceWork(activity.kind)) return;
+  advance(activity.start_ns);
+  DeviceState& device = deviceState(activity.device);
+  // Nothing below adds to or takes from the index before matched(): one lookup serves them all.
+  const QueuingCall* call = queued_by_.find(activity.correlation_id);
+  switch (activity.kind) {
+    case v1::ACTIVITY_KIND_KERNEL:
+      ++device.result.kernels;
+      break;
+    case v1::ACTIVITY_KIND_MEMCPY:
+      ++device.result.memcpys;
+      break;
+    default:
+      ++device.result.memsets;
+      break;
+  }
+  // A zero-length record is counted but is not activity: it neither ends a gap nor adds busy time
+  // (the ground truth's definition).
+  if (activity.end_ns > activity.start_ns) {
+    if (!device.any_activity) {
+      device.any_activity = true;
+      device.result.window_start_ns = activity.start_ns;
+      device.covered_until_ns = activity.start_ns;
+    }
+    if (activity.start_ns > device.covered_until_ns) {
+      closeGap(device, device.covered_until_ns, activity.start_ns, activity, call);
+    }
+    noteFinisher(device, activity, call);
+    if (activity.end_ns > device.covered_until_ns) {
+      device.result.busy_ns += activity.end_ns - std::max(activity.start_ns, device.covered_until_ns);
+      device.covered_until_ns = activity.end_ns;
+    }
+    noteHtaInterval(device, activity, call);
+  } else if (device.any_activity && activity.start_ns > device.covered_until_ns &&
+             device.empty_after_frontier.size() < kMaxFinishers) {
+    device.empty_after_frontier.push_back({activity.stream, activity.correlation_id, call ? call->enter_ns : 0});
+  }
+  queued_by_.matched(activity.correlation_id);
+}
+
+DeviceIdleStage::DeviceState& DeviceIdleStage::deviceState(uint32_t device) {
+  if (last_device_ && last_device_id_ == device) return *last_device_;
+  auto [it, inserted] = devices_.try_emplace(device);
+  it->second.result.device = device;
+  if (inserted) device_list_.push_back(&it->second);  // map nodes do not move
+  last_device_id_ = device;
+  last_device_ = &it->second;
+  return it->second;
+}
+
+void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, const DeviceActivityEvent& next,
+                               const QueuingCall* next_call) {
+  IdleGap gap;
+  gap.start_ns = g0;
+  gap.end_ns = g1;
+  gap.by_cause_ns = attribute(g0, g1, next, next_call);
+  const uint64_t length = g1 - g0;
+  DeviceAnalysis& r = device.result;
+  r.gaps.add(length);
+  for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.idle_by_cause_ns[c] += gap.by_cause_ns[c];
+  if (const BlockedCall* sync = drainingSync(device, g0, g1, next, next_call)) {
+    gap.after_sync = true;
+    r.after_sync_ns += length;
+    ++r.after_sync_gaps;
+    for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.after_sync_by_cause_ns[c] += gap.by_cause_ns[c];
+    // Had the host not waited, it would have done this gap's host work during the wait. The wait
+    // is the longest call of the gap's thread that was waiting when the device went idle and
+    // returned inside the gap: for `.item()` the pageable copy (hundreds of us), not the short
+    // stream sync that follows it and returns first.
+    r.after_sync_hideable_ns += std::min(length, longestDrainedWait(next_call, g0, g1, sync->exit_ns - sync->enter_ns));
+    idle_after_sync_[static_cast<std::size_t>(sync->kind)] += length;
+  }
+  if (length >= options_.min_gap_ns) keepLongest(device, gap);
+}
+
+uint64_t DeviceIdleStage::longestDrainedWait(const QueuingCall* next_call, uint64_t g0, uint64_t g1,
+                                             uint64_t at_least) const {
+  uint64_t longest = at_least;
+  if (!next_call) return longest;
+  if (const RingQueue<CallSpan>* calls = thread_calls_.find(next_call->thread_id)) {
+    for (std::size_t i = 0; i < calls->size(); ++i) {
+      const CallSpan& c = (*calls)[i];
+      if (c.enter_ns < g0 && c.exit_ns >= g0 && c.exit_ns < g1) longest = std::max(longest, c.exit_ns - c.enter_ns);
+    }
+  }
+  return longest;
+}
+
+std::array<uint64_t, kIdleCauseCount> DeviceIdleStage::attribute(uint64_t g0, uint64_t g1,
+                                                                 const DeviceActivityEvent& next,
+                                                                 const QueuingCall* call) const {
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  const uint64_t length = g1 - g0;
+  if (call) {
+    if (call->exit_ns <= g0) {
+      causes[causeIndex(IdleCause::kDependency)] = length;  // queued before the device went idle
+    } else {
+      splitByThread(call->thread_id, g0, g1, causes);
+    }
+  } else if (queued_by_.probablyExpired(next.correlation_id)) {
+    causes[causeIndex(IdleCause::kDependency)] = length;  // queued long ago: it waited on something
+  } else {
+    // No call known: no thread to look at, so the gap is what a thread in no call would make it.
+    const IdleCause outside = length < options_.launch_threshold_ns ? IdleCause::kLaunchOverhead : IdleCause::kHostCpu;
+    causes[causeIndex(outside)] = length;
+  }
+  return causes;
+}
+
+void DeviceIdleStage::splitByThread(uint32_t thread_id, uint64_t g0, uint64_t g1,
+                                    std::array<uint64_t, kIdleCauseCount>& causes) const {
+  std::vector<Edge>& edges = edges_;
+  edges.clear();
+  if (const RingQueue<CallSpan>* found = thread_calls_.find(thread_id)) {
+    const RingQueue<CallSpan>& calls = *found;
+    // max_exit_ns never decreases along the queue: the first call that may reach past g0.
+    std::size_t lo = 0, hi = calls.size();
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (g0 < calls[mid].max_exit_ns) hi = mid;
+      else lo = mid + 1;
+    }
+    for (std::size_t i = lo; i < calls.size() && calls[i].enter_ns < g1; ++i) {
+      const CallSpan& c = calls[i];
+      const uint64_t a = std::max(c.enter_ns, g0);
+      const uint64_t b = std::min(c.exit_ns, g1);
+      if (a >= b) continue;
+      edges.push_back({a, c.category, +1});
+      edges.push_back({b, c.category, -1});
+    }
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; });
+  const IdleCause outside = g1 - g0 < options_.launch_threshold_ns ? IdleCause::kLaunchOverhead : IdleCause::kHostCpu;
+  std::array<int, kCallCategoryCount> active{};
+  uint64_t cursor = g0;
+  std::size_t e = 0;
+  while (cursor < g1) {
+    while (e < edges.size() && edges[e].t <= cursor) {
+      active[static_cast<std::size_t>(edges[e].category)] += edges[e].delta;
+      ++e;
+    }
+    const uint64_t next_edge = e < edges.size() ? edges[e].t : g1;
+    std::size_t category = 0;
+    while (category < kCallCategoryCount && active[category] == 0) ++category;
+    const IdleCause cause = category < kCallCategoryCount ? kCauseOfCategory[category] : outside;
+    causes[causeIndex(cause)] += next_edge - cursor;
+    cursor = next_edge;
+  }
+}
+
+void DeviceIdleStage::noteFinisher(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call) {
+  // Called before the frontier moves: an activity that ends past it starts a new set of
+  // finishers, one that ends exactly on it joins the set.
+  if (activity.end_ns < device.covered_until_ns) return;
+  if (activity.end_ns > device.covered_until_ns) {
+    device.finishers.clear();
+    device.empty_after_frontier.clear();
+  }
+  if (device.finishers.size() >= kMaxFinishers) return;
+  device.finishers.push_back({activity.stream, activity.correlation_id, call ? call->enter_ns : 0});
+}
+
+void DeviceIdleStage::noteSyncRecord(const DeviceActivityEvent& record) {
+  // CUPTI's SYNCHRONIZATION record of a stream sync names the stream the call did not record.
+  if (record.sync_kind != v1::SYNC_KIND_STREAM_SYNCHRONIZE || record.correlation_id == 0) return;
+  for (auto it = blocked_calls_.rbegin(); it != blocked_calls_.rend(); ++it) {
+    if (it->correlation_id != record.correlation_id) continue;
+    it->stream = record.stream;
+    it->stream_known = true;
+    return;
+  }
+}
+
+bool DeviceIdleStage::waitedFor(const BlockedCall& call, uint64_t stream, uint64_t correlation_id,
+                                uint64_t queued_ns) {
+  if (call.waits_own_work) return correlation_id != 0 && correlation_id == call.correlation_id;
+  if (call.stream_known && stream != call.stream) return false;
+  return queued_ns < call.enter_ns;  // queued before the call began to wait (0: not known, yes)
+}
+
+const DeviceIdleStage::BlockedCall* DeviceIdleStage::drainingSync(const DeviceState& device, uint64_t g0,
+                                                                  uint64_t g1,
+                                                                  const DeviceActivityEvent& next,
+                                                                  const QueuingCall* next_call) const {
+  const uint64_t next_queued_ns = next_call ? next_call->enter_ns : 0;
+  const BlockedCall* first_back = nullptr;
+  for (const BlockedCall& call : blocked_calls_) {
+    if (call.enter_ns >= g1) break;  // in entry order: the rest entered later still
+    if (call.exit_ns < g0) continue;
+    bool drained = false;
+    for (const Finisher& f : device.finishers) {
+      if (waitedFor(call, f.stream, f.correlation_id, f.queued_ns)) drained = true;
+    }
+    for (const Finisher& z : device.empty_after_frontier) {
+      if (waitedFor(call, z.stream, z.correlation_id, z.queued_ns)) drained = false;
+    }
+    if (!drained) continue;
+    // Still blocked when the device resumed: only if it did not wait for that work too.
+    if (call.exit_ns >= g1 &&
+        (next_call == nullptr || waitedFor(call, next.stream, next.correlation_id, next_queued_ns))) {
+      continue;
+    }
+    if (!first_back || call.exit_ns < first_back->exit_ns) first_back = &call;
+  }
+  return first_back;
+}
+
+void DeviceIdleStage::noteHtaInterval(DeviceState& device, const DeviceActivityEvent& activity,
+                                      const QueuingCall* call) {
+  if (!device.last_stream || device.last_stream_id != activity.stream) {
+    device.last_stream = &device.streams[activity.stream];  // map nodes do not move
+    device.last_stream_id = activity.stream;
+  }
+  StreamState& stream = *device.last_stream;
+  stream.idle.stream = activity.stream;
+  if (stream.has_previous && activity.start_ns > stream.previous_end_ns) {
+    const uint64_t interval = activity.start_ns - stream.previous_end_ns;
+    if (call && call->enter_ns > stream.previous_end_ns) {
+      stream.idle.host_wait_ns += interval;  // the host had not queued it yet
+    } else if (interval < options_.hta_consecutive_kernel_delay_ns) {
+      stream.idle.kernel_wait_ns += interval;
+    } else {
+      stream.idle.other_ns += interval;
+    }
+  }
+  // The latest end so far: on one stream that is the previous activity's, except where graph
+  // branches reported on one stream overlap.
+  stream.previous_end_ns = stream.has_previous ? std::max(stream.previous_end_ns, activity.end_ns) : activity.end_ns;
+  stream.has_previous = true;
+}
+
+void DeviceIdleStage::keepLongest(DeviceState& device, const IdleGap& gap) {
+  std::vector<IdleGap>& heap = device.longest;
+  if (options_.top_n == 0) return;
+  if (heap.size() < options_.top_n) {
+    heap.push_back(gap);
+    std::push_heap(heap.begin(), heap.end(), keepsBetter);
+  } else if (keepsBetter(gap, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), keepsBetter);
+    heap.back() = gap;
+    std::push_heap(heap.begin(), heap.end(), keepsBetter);
+  }
+}
+
+void DeviceIdleStage::advance(uint64_t now_ns) {
+  now_ns_ = std::max(now_ns_, now_ns);
+  if (++events_since_prune_ >= kPruneEvery) prune();
+}
+
+uint64_t DeviceIdleStage::horizon() const {
+  // Every later gap of a device starts at or after its busy frontier; a device not seen yet opens
+  // no gap with its first activity, which starts at or after now.
+  uint64_t h = now_ns_;
+  for (const DeviceState* device : device_list_) {
+    if (device->any_activity) h = std::min(h, device->covered_until_ns);
+  }
+  if (now_ns_ > kMaxLookbackNs) h = std::max(h, now_ns_ - kMaxLookbackNs);
+  return h;
+}
+
+void DeviceIdleStage::prune() {
+  events_since_prune_ = 0;
+  const uint64_t h = horizon();
+  thread_calls_.eraseWhere([h](uint64_t, RingQueue<CallSpan>& calls) {
+    while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
+    return calls.empty();
+  });
+  while (!blocked_calls_.empty() && blocked_calls_.front().exit_ns < h) blocked_calls_.pop_front();
+  queued_by_.expire(now_ns_);
+}
+
+std::size_t DeviceIdleStage::heldCalls() const {
+  std::size_t n = blocked_calls_.size() + queued_by_.size();
+  thread_calls_.forEach([&n](uint64_t, const RingQueue<CallSpan>& calls) { n += calls.size(); });
+  return n;
+}
+
+void DeviceIdleStage::finish() { prune(); }
+
+void DeviceIdleStage::contribute(ProcessAnalysis& result) {
+  if (!facts_.device_timeline) return;
+  for (auto& [id, device] : devices_) {
+    DeviceAnalysis r = device.result;
+    if (device.any_activity) {
+      r.window_end_ns = device.covered_until_ns;
+      const uint64_t window = r.window_end_ns - r.window_start_ns;
+      r.idle_ns = window - r.busy_ns;
+      r.idle_fraction = window ? static_cast<double>(r.idle_ns) / static_cast<double>(window) : 0.0;
+      const uint64_t reference = facts_.process_start_ns;
+      r.leading_ns = reference != 0 && r.window_start_ns > reference ? r.window_start_ns - reference : 0;
+    }
+    for (const auto& [stream_id, stream] : device.streams) r.streams.push_back(stream.idle);
+    r.longest_gaps = device.longest;
+    std::sort(r.longest_gaps.begin(), r.longest_gaps.end(), keepsBetter);
+    result.devices.push_back(std::move(r));
+  }
+}
+
+}  // namespace gapwatch::analysis

@@ -1,0 +1,169 @@
+// analysis/device_idle.h: per device, when it was idle and why.
+//
+// The stage sweeps each device's activities in start order (ARCHITECTURE.md section 6, made exact
+// by the ground truth in docs/scenarios.md and by docs/analysis.md):
+//   - activity = a kernel, copy or memset with end > start; window = first start to last end;
+//     busy = the union of the activities; idle = window - busy, made of maximal gaps [g0, g1);
+//   - each gap is attributed, nanosecond by nanosecond, to one IdleCause. A is the activity that
+//     starts at g1 (the lowest correlation id on a tie), call_A the recorded call that queued it
+//     (same correlation id) and T its thread. call_A returned at or before g0: all `dependency`.
+//     Otherwise the gap is split by what T was doing: inside a blocked copy or memset
+//     (`sync_copy`), else an NCCL host call (`nccl_host`), else a launch, graph launch, copy or
+//     memset that did not block, event record or stream-wait-event (`launch_overhead`), else any
+//     other recorded CUDA call (`cuda_api`); in no call, `launch_overhead` when the whole gap is
+//     shorter than the launch threshold, else `host_cpu`. No recorded call_A (dropped, or queued
+//     before recording began): the whole gap by the in-no-call rule, as no thread is known;
+//   - a gap is `after_sync` when a blocked call (any thread) waited for the work that ended at g0:
+//     the sync drained the queue right where the gap began. The ground truth knows what each call
+//     waited for (waited_until == g0); the recording does not, so the stage reconstructs it: the
+//     call returned at or after g0 and entered before g1, and one of the activities that ended
+//     exactly at g0 was its to wait for: its own copy or memset (same correlation id); for a
+//     stream sync, work on that stream (from the call's SYNC record) queued before the call
+//     entered; for device syncs, malloc, free and other blocked calls, any work queued before
+//     it entered. A call still blocked after g1 qualifies only if the work at g1 was queued after
+//     it entered (else it waited for that too), and none that waited for a zero-length record
+//     after g0 (what it waited for ended later). Of several, the one that returned first drained
+//     the queue: its type gets the gap's idle (idleAfterSync()), and min(gap, its blocked time) is
+//     the gap's hideable part (after_sync_hideable_ns);
+//   - HTA's per-stream breakdown: on each stream, the interval between one activity's end and
+//     the next one's start is host_wait when the next one's call entered after the previous end,
+//     else kernel_wait when shorter than HTA's consecutive-kernel delay, else other.
+// Memory: each thread's calls are kept only while some device's busy frontier has not passed their
+// exit (no later gap can overlap them), at most kMaxLookbackNs; the call index expires likewise.
+#pragma once
+
+#include "analysis/analysis_stage.h"
+#include "analysis/correlation_index.h"
+#include "analysis/flat_u64_map.h"
+#include "analysis/ring_queue.h"
+#include "analysis/sync_points.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+namespace gapwatch::analysis {
+
+// What a thread's call says about idle time while it runs, in precedence order: where calls
+// nest or overlap, the lowest value wins (an NCCL host call around its driver launch is nccl_host).
+enum class CallCategory : uint8_t { kSyncCopy = 0, kNcclHost, kLaunch, kCudaApi };
+inline constexpr std::size_t kCallCategoryCount = 4;
+
+// The category of a recorded API call (`blocked` already joined for async copies).
+CallCategory categorizeCall(const ApiCallEvent& call);
+
+class DeviceIdleStage final : public AnalysisStage {
+ public:
+  // A gap may look back at most this far for the calls that explain it: bounds memory when one
+  // device stops while others go on. A gap longer than this sees no calls in its older part.
+  static constexpr uint64_t kMaxLookbackNs = 60'000'000'000ull;
+
+  explicit DeviceIdleStage(const AnalysisOptions& options);
+
+  void begin(const RecordingFacts& facts) override;
+  void onApiCall(const ApiCallEvent& call) override;
+  void onActivity(const DeviceActivityEvent& activity) override;
+  void onNcclCall(const NcclCallEvent& call) override;
+  void finish() override;
+  // Writes `devices` (empty without a device timeline).
+  void contribute(ProcessAnalysis& result) override;
+
+  // Idle time of after_sync gaps by the type of the blocked call that drained the queue (the one
+  // that returned first, when several did): SyncTypeStats::idle_after_ns.
+  const std::array<uint64_t, kSyncPointKindCount>& idleAfterSync() const { return idle_after_sync_; }
+
+  // Calls held for attribution right now (tests check that this stays bounded).
+  std::size_t heldCalls() const;
+
+ private:
+  struct CallSpan {
+    uint64_t enter_ns = 0;
+    uint64_t exit_ns = 0;
+    uint64_t max_exit_ns = 0;  // the largest exit of this call and every earlier one of the thread
+    CallCategory category = CallCategory::kCudaApi;
+  };
+  struct BlockedCall {
+    uint64_t enter_ns = 0;
+    uint64_t exit_ns = 0;
+    uint64_t correlation_id = 0;
+    SyncPointKind kind = SyncPointKind::kOther;
+    bool waits_own_work = false;  // a blocking copy or memset: it waited for its own operation
+    bool stream_known = false;    // a stream sync whose SYNC record named the stream
+    uint64_t stream = 0;
+  };
+  // An activity that ended exactly at a device's busy frontier: what a sync may have waited for.
+  struct Finisher {
+    uint64_t stream = 0;
+    uint64_t correlation_id = 0;
+    uint64_t queued_ns = 0;  // entry of the call that queued it; 0 when not known
+  };
+  struct StreamState {
+    bool has_previous = false;
+    uint64_t previous_end_ns = 0;
+    StreamIdle idle;
+  };
+  struct DeviceState {
+    DeviceAnalysis result;
+    bool any_activity = false;
+    uint64_t covered_until_ns = 0;  // end of the busy run so far
+    std::vector<Finisher> finishers;  // the activities that end at covered_until_ns
+    // Zero-length records after the frontier (a 4-byte copy): not activity, but a sync that
+    // waited for one waited past g0, so it did not drain the queue at g0.
+    std::vector<Finisher> empty_after_frontier;
+    std::map<uint64_t, StreamState> streams;
+    // The stream of the last activity: consecutive activities are mostly on the same stream.
+    uint64_t last_stream_id = 0;
+    StreamState* last_stream = nullptr;
+    std::vector<IdleGap> longest;  // min-heap by length, at most top_n
+  };
+
+  // An edge of a call's span inside a gap, for splitByThread.
+  struct Edge {
+    uint64_t t;
+    CallCategory category;
+    int delta;
+  };
+
+  void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category);
+  void advance(uint64_t now_ns);
+  void prune();
+  uint64_t horizon() const;
+  DeviceState& deviceState(uint32_t device);
+  // `next_call`: the call that queued `next` (queued_by_.find of its correlation id), or nullptr;
+  // looked up once per activity and passed on, as nothing changes the index meanwhile.
+  uint64_t longestDrainedWait(const QueuingCall* next_call, uint64_t g0, uint64_t g1, uint64_t at_least) const;
+  void closeGap(DeviceState& device, uint64_t g0, uint64_t g1, const DeviceActivityEvent& next,
+                const QueuingCall* next_call);
+  std::array<uint64_t, kIdleCauseCount> attribute(uint64_t g0, uint64_t g1, const DeviceActivityEvent& next,
+                                                  const QueuingCall* next_call) const;
+  void splitByThread(uint32_t thread_id, uint64_t g0, uint64_t g1, std::array<uint64_t, kIdleCauseCount>& causes) const;
+  const BlockedCall* drainingSync(const DeviceState& device, uint64_t g0, uint64_t g1,
+                                  const DeviceActivityEvent& next, const QueuingCall* next_call) const;
+  static bool waitedFor(const BlockedCall& call, uint64_t stream, uint64_t correlation_id, uint64_t queued_ns);
+  void noteSyncRecord(const DeviceActivityEvent& record);
+  void noteFinisher(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call);
+  void noteHtaInterval(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call);
+  void keepLongest(DeviceState& device, const IdleGap& gap);
+
+  AnalysisOptions options_;
+  RecordingFacts facts_;
+  CorrelationIndex queued_by_;
+  // Per thread, its calls in entry order: a flat map of ring buffers, as every call lands here.
+  FlatU64Map<RingQueue<CallSpan>> thread_calls_;
+  std::deque<BlockedCall> blocked_calls_;  // in entry order
+  std::map<uint32_t, DeviceState> devices_;
+  // The device the last activity was on: consecutive activities are mostly on the same one.
+  uint32_t last_device_id_ = 0;
+  DeviceState* last_device_ = nullptr;
+  // Per device state, for horizon() on every call without walking the map.
+  std::vector<const DeviceState*> device_list_;
+  mutable std::vector<Edge> edges_;  // splitByThread's scratch, kept to avoid an allocation per gap
+  std::array<uint64_t, kSyncPointKindCount> idle_after_sync_{};
+  uint64_t now_ns_ = 0;  // the latest time released to this stage
+  uint64_t events_since_prune_ = 0;
+};
+
+}  // namespace gapwatch::analysis

@@ -1,0 +1,104 @@
+// analysis/diagnosis.h: from the numbers of an analysis to what to fix.
+//
+// The engine (analysis_pipeline.h) measures; the diagnosis says which causes of ARCHITECTURE.md
+// section 1 the measurements show, how much idle time each explains, the numbers that show it and
+// the usual fix. It reads only the AnalysisReport data model, so it works the same on a live
+// collector's result, a recording's, or a hand-built one in a test.
+//
+// Every idle nanosecond of a device is explained by exactly one finding (explainIdle), so the
+// shares a report prints add up to 100 % and the ranking is by the idle time each fix can win:
+//   - warmup:          host_cpu and cuda_api time of mid-run stalls: gaps far longer than the
+//                      process's typical long gap (compile, recompile on a new shape, a checkpoint);
+//   - sync_points:     after-sync idle the host could have hidden had it not waited: per gap, up
+//                      to the time the draining call blocked, taken from the host_cpu,
+//                      launch_overhead and cuda_api time of after-sync gaps;
+//   - data_pipeline:   the rest of host_cpu;
+//   - launch_overhead: the rest of launch_overhead;
+//   - cuda_api:        the rest of cuda_api;
+//   - pageable_copies: sync_copy;       - nccl: nccl_host;       - dependency: dependency.
+// A finding is reported when the idle it explains passes its threshold (DiagnosisThresholds;
+// the values and why: docs/analysis.md). Two findings can also come from evidence that is not
+// idle time: a long start-up (warmup) and communication that does not overlap compute (nccl).
+// Across ranks, the rank the others wait for in collectives is a finding of the whole report.
+#pragma once
+
+#include "analysis/analysis_result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gapwatch::analysis {
+
+// Finding ids (Finding::id): stable, scripts match on them (docs/report-json.md).
+inline constexpr const char* kFindingDataPipeline = "data_pipeline";
+inline constexpr const char* kFindingPageableCopies = "pageable_copies";
+inline constexpr const char* kFindingLaunchOverhead = "launch_overhead";
+inline constexpr const char* kFindingSyncPoints = "sync_points";
+inline constexpr const char* kFindingNccl = "nccl";
+inline constexpr const char* kFindingWarmup = "warmup";
+inline constexpr const char* kFindingCudaApi = "cuda_api";
+inline constexpr const char* kFindingDependency = "dependency";
+inline constexpr const char* kFindingStraggler = "straggler";  // across ranks
+
+// When evidence is strong enough to report (docs/analysis.md, "Thresholds", says why each value).
+struct DiagnosisThresholds {
+  // A finding must explain at least this share of the device window (idle it explains / window).
+  double min_window_share = 0.05;
+  // A mid-run stall is a gap of at least this length...
+  uint64_t stall_min_ns = 10'000'000;
+  // ... and at least this many times the typical long gap (the upper bound of the log2 bucket
+  // holding the median of the gaps of 1 ms or more).
+  double stall_factor = 8.0;
+  // Start-up alone (no stall) makes a warmup finding when it is at least this long and this share
+  // of start-up + window.
+  uint64_t leading_min_ns = 10'000'000'000;
+  double leading_share = 0.25;
+  // Communication alone (little NCCL host idle) makes an nccl finding when NCCL kernels are at
+  // least this share of busy time and overlap compute for at most `nccl_max_overlap` of it.
+  double nccl_min_comm_share = 0.30;
+  double nccl_max_overlap = 0.50;
+  // Across ranks: the others waited for one rank at least this share of their windows.
+  double straggler_min_window_share = 0.05;
+};
+
+// How a process's idle time splits among the findings, before any threshold. Sums to idle_ns.
+struct IdleExplanation {
+  uint64_t window_ns = 0;  // over the process's devices
+  uint64_t idle_ns = 0;
+  uint64_t leading_ns = 0;  // the earliest device's start-up
+  uint64_t data_pipeline_ns = 0, pageable_copies_ns = 0, launch_overhead_ns = 0, sync_points_ns = 0;
+  uint64_t nccl_ns = 0, warmup_ns = 0, cuda_api_ns = 0, dependency_ns = 0;
+  // The inputs behind the split.
+  uint64_t after_sync_ns = 0;
+  uint64_t after_sync_hideable_ns = 0;  // before capping at the host time of after-sync gaps
+  bool after_sync_estimated = false;    // the engine did not fill the after-sync details
+  std::vector<IdleGap> stalls;          // the stall gaps, longest first
+  uint64_t typical_long_gap_ns = 0;     // 0: no gap of 1 ms or more
+  uint64_t stall_limit_ns = 0;          // gaps this long or longer were stalls
+
+  uint64_t explainedNs(const std::string& finding_id) const;
+};
+
+IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThresholds& thresholds = {});
+
+// Replaces process.findings with the findings of one process, ranked by the idle each explains.
+void diagnose(ProcessAnalysis& process, const AnalysisOptions& options,
+              const DiagnosisThresholds& thresholds = {});
+
+// Replaces report.findings with the findings across ranks (the rank the others wait for), and
+// adds the waited-for rank to each rank's nccl finding. Run after diagnose() on every process.
+void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& thresholds = {});
+
+// diagnose() on every process with report.options, then diagnoseAcrossRanks().
+void diagnoseReport(AnalysisReport& report, const DiagnosisThresholds& thresholds = {});
+
+// The first line of a report: "GPU idle 80.5% of the time; 76% of it waiting on the data pipeline
+// (host CPU)", or what the recording cannot tell.
+std::string verdict(const ProcessAnalysis& process);
+
+// The idle causes each finding id stands for (for comparing with ground truth): "host_cpu" for
+// data_pipeline and warmup, "after_sync" for sync_points, "" for straggler.
+std::string causeOfFinding(const std::string& finding_id);
+
+}  // namespace gapwatch::analysis

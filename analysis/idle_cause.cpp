@@ -1,0 +1,25 @@
+// analysis/idle_cause.cpp: the names of the idle causes, as reports and JSON print them.
+// They are the ground truth's keys (docs/scenarios.md), so the two can be compared by name.
+#include "analysis/analysis_result.h"
+
+namespace gapwatch::analysis {
+
+const char* idleCauseName(IdleCause cause) {
+  switch (cause) {
+    case IdleCause::kHostCpu:
+      return "host_cpu";
+    case IdleCause::kLaunchOverhead:
+      return "launch_overhead";
+    case IdleCause::kSyncCopy:
+      return "sync_copy";
+    case IdleCause::kCudaApi:
+      return "cuda_api";
+    case IdleCause::kNcclHost:
+      return "nccl_host";
+    case IdleCause::kDependency:
+      return "dependency";
+  }
+  return "?";
+}
+
+}  // namespace gapwatch::analysis

@@ -1,0 +1,83 @@
+// analysis/recording_overview.cpp: see recording_overview.h.
+#include "analysis/recording_overview.h"
+
+#include "reader/enum_labels.h"
+
+#include <algorithm>
+
+namespace gapwatch::analysis {
+
+void RecordingOverviewBuilder::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
+  if (!overview_.hello) overview_.hello = hello;  // the first Hello describes the stream
+}
+
+void RecordingOverviewBuilder::noteTime(uint64_t start_ns, uint64_t end_ns) {
+  first_event_ns_ = std::min(first_event_ns_, start_ns);
+  last_event_ns_ = std::max(last_event_ns_, end_ns);
+}
+
+void RecordingOverviewBuilder::onBatch(const DecodedBatch& batch, const StringTable& /*strings*/) {
+  overview_.api_calls += batch.api_calls.size();
+  for (const ApiCallEvent& call : batch.api_calls) {
+    if (call.kind == v1::API_KIND_LAUNCH || call.kind == v1::API_KIND_GRAPH_LAUNCH) ++overview_.launches;
+    noteTime(call.start_ns, call.end_ns);
+  }
+  overview_.activities += batch.activities.size();
+  for (const DeviceActivityEvent& activity : batch.activities) noteTime(activity.start_ns, activity.end_ns);
+  overview_.nccl_calls += batch.nccl_calls.size();
+  for (const NcclCallEvent& call : batch.nccl_calls) noteTime(call.start_ns, call.end_ns);
+  overview_.markers += batch.markers.size();
+  for (const MarkerEvent& marker : batch.markers) {
+    if (marker.kind == v1::MARKER_KIND_STEP_BEGIN) ++overview_.step_markers;
+    noteTime(marker.time_ns, marker.time_ns);
+  }
+  for (const DropCount& drop : batch.drops) drops_.update(drop);
+}
+
+void RecordingOverviewBuilder::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*offset*/) {
+  overview_.goodbye = goodbye;
+  for (const v1::DropCounter& d : goodbye.drops()) drops_.update({d.source(), d.id(), d.dropped()});
+}
+
+RecordingOverview RecordingOverviewBuilder::finish(const ReadSummary& read, const StreamHealth& health) {
+  RecordingOverview result = overview_;
+  result.read = read;
+  result.health = health;
+  result.transport_events_dropped = drops_.total(v1::DROP_SOURCE_TRANSPORT);
+  const bool any_event = first_event_ns_ != UINT64_MAX;
+  result.span_start_ns = result.hello && result.hello->start_time_ns() != 0 ? result.hello->start_time_ns()
+                         : any_event                                         ? first_event_ns_
+                                                                             : 0;
+  result.span_end_ns = result.goodbye && result.goodbye->end_time_ns() != 0 ? result.goodbye->end_time_ns()
+                       : any_event                                           ? last_event_ns_
+                                                                             : 0;
+  return result;
+}
+
+std::string endingText(const RecordingOverview& o) {
+  if (o.read.truncated) return "truncated: no Goodbye, the file ends inside a frame";
+  if (!o.goodbye) return "ended early: no Goodbye (the process was killed or the connection lost)";
+  const v1::Goodbye& g = *o.goodbye;
+  switch (g.exit_reason()) {
+    case v1::EXIT_REASON_NORMAL:
+      return "ended normally (exit status " + std::to_string(g.exit_status()) + ")";
+    case v1::EXIT_REASON_SIGNAL:
+      return "ended by signal " + std::to_string(g.signal());
+    case v1::EXIT_REASON_EXEC:
+      return "ended when the process called exec";
+    case v1::EXIT_REASON_STOPPED:
+      return "stopped while the process ran on";
+    case v1::EXIT_REASON_INTERNAL_ERROR:
+      return "gapwatch stopped recording after an internal error";
+    default:
+      return "ended (reason " + enumLabel(g.exit_reason()) + ")";
+  }
+}
+
+std::string endingLabel(const RecordingOverview& o) {
+  if (o.read.truncated) return "truncated";
+  if (!o.goodbye) return "no_goodbye";
+  return enumLabel(o.goodbye->exit_reason());
+}
+
+}  // namespace gapwatch::analysis

@@ -1,0 +1,70 @@
+// analysis/recording_overview.h: what `gapwatch report` says about a recording besides the analysis:
+// who the process was (Hello), how the recording ended (Goodbye, truncation), how many events of
+// each kind it held, its host-side span and what was lost in transport.
+//
+// The analysis engine (analysis_pipeline.h) measures the device; this visitor rides along on the
+// same single pass (ProcessAnalyser, run_analysis.h) and keeps a few counters only, so reading a
+// recording of any length still takes bounded memory.
+#pragma once
+
+#include "reader/drop_totals.h"
+#include "reader/recording_reader.h"
+#include "reader/stream_decoder.h"
+
+#include <gapwatch/v1/stream.pb.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gapwatch::analysis {
+
+struct RecordingOverview {
+  std::optional<v1::Hello> hello;
+  std::optional<v1::Goodbye> goodbye;
+  StreamHealth health;
+  ReadSummary read;
+
+  uint64_t api_calls = 0;
+  uint64_t launches = 0;    // kernel and graph launches
+  uint64_t activities = 0;  // every device activity record, synchronisation records included
+  uint64_t nccl_calls = 0;
+  uint64_t markers = 0;
+  uint64_t step_markers = 0;  // STEP_BEGIN markers
+
+  // Host-side span: Hello's start (or the first event) to Goodbye's end (or the last event's end).
+  uint64_t span_start_ns = 0;
+  uint64_t span_end_ns = 0;
+
+  uint64_t transport_events_dropped = 0;  // in batches the recorder could not write or send
+
+  uint64_t spanNs() const { return span_end_ns > span_start_ns ? span_end_ns - span_start_ns : 0; }
+};
+
+class RecordingOverviewBuilder final : public RecordingVisitor {
+ public:
+  void onHello(const v1::Hello& hello, uint64_t offset) override;
+  void onBatch(const DecodedBatch& batch, const StringTable& strings) override;
+  void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override;
+
+  RecordingOverview finish(const ReadSummary& read, const StreamHealth& health);
+
+ private:
+  void noteTime(uint64_t start_ns, uint64_t end_ns);
+
+  RecordingOverview overview_;
+  DropTotals drops_;
+  uint64_t first_event_ns_ = UINT64_MAX;
+  uint64_t last_event_ns_ = 0;
+};
+
+// How the recording ended, in words: "ended normally (exit status 0)", "ended early: no Goodbye
+// (...)", "truncated: ...".
+std::string endingText(const RecordingOverview& overview);
+
+// The same as a label for scripts: "normal", "signal", "exec", "stopped", "internal_error",
+// "no_goodbye", "truncated", or the reason's schema label.
+std::string endingLabel(const RecordingOverview& overview);
+
+}  // namespace gapwatch::analysis

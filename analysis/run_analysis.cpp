@@ -1,0 +1,75 @@
+// analysis/run_analysis.cpp: see run_analysis.h.
+#include "analysis/run_analysis.h"
+
+#include "analysis/diagnosis.h"
+
+namespace gapwatch::analysis {
+
+ProcessAnalyser::ProcessAnalyser(const AnalysisOptions& options) : pipeline_(options) {
+  addStandardStages(pipeline_);
+  arrivals_ = &pipeline_.emplaceStage<CollectiveArrivalStage>();
+}
+
+void ProcessAnalyser::onHello(const v1::Hello& hello, uint64_t offset) {
+  pipeline_.onHello(hello, offset);
+  overview_.onHello(hello, offset);
+}
+
+void ProcessAnalyser::onBatch(const DecodedBatch& batch, const StringTable& strings) {
+  pipeline_.onBatch(batch, strings);
+  overview_.onBatch(batch, strings);
+}
+
+void ProcessAnalyser::onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) {
+  pipeline_.onGoodbye(goodbye, offset);
+  overview_.onGoodbye(goodbye, offset);
+}
+
+ProcessOutcome ProcessAnalyser::finish(const ReadResult& read, const StreamHealth& health) {
+  ProcessOutcome outcome;
+  outcome.analysis = pipeline_.finish(read, health);
+  outcome.overview = overview_.finish(read.summary, health);
+  outcome.collectives = arrivals_->take();
+  return outcome;
+}
+
+RunAnalysis::RunAnalysis(const AnalysisOptions& options) { report_.analysis.options = options; }
+
+void RunAnalysis::addProcess(const std::string& file, const ReadResult& read, const StreamHealth& health,
+                             ProcessAnalyser& process) {
+  RecordingInput input;
+  input.file = file;
+  input.status = read.error ? "error" : read.summary.truncated ? "truncated" : "ok";
+  if (read.error) input.message = read.error->message;
+  else if (read.summary.truncated) input.message = truncationNotice(read.summary);
+  if (hasContentToShow(read)) {
+    ProcessOutcome outcome = process.finish(read, health);
+    input.process = static_cast<int>(report_.analysis.processes.size());
+    report_.analysis.processes.push_back(std::move(outcome.analysis));
+    report_.overviews.push_back(std::move(outcome.overview));
+    report_.files.push_back(file);
+    collectives_.push_back(std::move(outcome.collectives));
+  }
+  report_.inputs.push_back(std::move(input));
+}
+
+RunReport RunAnalysis::finish() {
+  if (report_.analysis.processes.size() > 1) report_.analysis.rank_waits = attributeRankWaits(collectives_);
+  diagnoseReport(report_.analysis);
+  return std::move(report_);
+}
+
+RunReport analyseRecordingFiles(const std::vector<std::string>& files, const AnalysisOptions& options,
+                                const std::function<void(const std::string&, const ReadResult&)>& on_read) {
+  RunAnalysis run(options);
+  for (const std::string& file : files) {
+    ProcessAnalyser process(options);
+    StreamDecoder decoder(process);
+    const ReadResult read = readRecordingFile(file, decoder);
+    if (on_read) on_read(file, read);
+    run.addProcess(file, read, decoder.health(), process);
+  }
+  return run.finish();
+}
+
+}  // namespace gapwatch::analysis

@@ -1,0 +1,68 @@
+// analysis/sync_points.cpp: see sync_points.h.
+#include "analysis/sync_points.h"
+
+namespace gapwatch {
+
+std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call) {
+  if (!call.blocked) return std::nullopt;
+  switch (call.kind) {
+    case v1::API_KIND_DEVICE_SYNC:
+      return SyncPointKind::kDeviceSync;
+    case v1::API_KIND_STREAM_SYNC:
+      return SyncPointKind::kStreamSync;
+    case v1::API_KIND_EVENT_SYNC:
+      return SyncPointKind::kEventSync;
+    case v1::API_KIND_MEMCPY:
+      return SyncPointKind::kSyncCopy;
+    case v1::API_KIND_MEMCPY_ASYNC:
+      return SyncPointKind::kPageableAsyncCopy;
+    case v1::API_KIND_MEMSET:
+    case v1::API_KIND_MEMSET_ASYNC:
+      return SyncPointKind::kMemset;
+    case v1::API_KIND_MALLOC:
+    case v1::API_KIND_FREE:
+    case v1::API_KIND_HOST_ALLOC:
+    case v1::API_KIND_HOST_FREE:
+      return SyncPointKind::kAllocFree;
+    default:
+      return SyncPointKind::kOther;
+  }
+}
+
+const char* syncPointKey(SyncPointKind kind) {
+  switch (kind) {
+    case SyncPointKind::kDeviceSync: return "device_sync";
+    case SyncPointKind::kStreamSync: return "stream_sync";
+    case SyncPointKind::kEventSync: return "event_sync";
+    case SyncPointKind::kSyncCopy: return "sync_copy";
+    case SyncPointKind::kPageableAsyncCopy: return "pageable_async_copy";
+    case SyncPointKind::kMemset: return "memset";
+    case SyncPointKind::kAllocFree: return "malloc_free";
+    case SyncPointKind::kOther: return "other";
+  }
+  return "other";
+}
+
+std::string_view syncPointName(SyncPointKind kind) {
+  switch (kind) {
+    case SyncPointKind::kDeviceSync:
+      return "device synchronize";
+    case SyncPointKind::kStreamSync:
+      return "stream synchronize";
+    case SyncPointKind::kEventSync:
+      return "event synchronize";
+    case SyncPointKind::kSyncCopy:
+      return "synchronous copy";
+    case SyncPointKind::kPageableAsyncCopy:
+      return "async copy, pageable";
+    case SyncPointKind::kMemset:
+      return "memset";
+    case SyncPointKind::kAllocFree:
+      return "malloc / free";
+    case SyncPointKind::kOther:
+      return "other blocking call";
+  }
+  return "?";
+}
+
+}  // namespace gapwatch

@@ -1,0 +1,40 @@
+// analysis/sync_points.h: host calls that waited for the device, by type.
+//
+// A sync point is an API call the recorder marked `blocked`: it returned only once the device had
+// caught up, so the device's queue drained while the host waited (ARCHITECTURE.md section 6). The
+// recorder decides `blocked` when the API's semantics tell (a small H2D cudaMemcpy does not
+// block); for an async copy only its activity record tells (pageable memory), and the report
+// builder marks it after joining the two. This module only sorts blocked calls into types.
+#pragma once
+
+#include "reader/events.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gapwatch {
+
+enum class SyncPointKind : uint8_t {
+  kDeviceSync,         // cudaDeviceSynchronize, cuCtxSynchronize
+  kStreamSync,         // cudaStreamSynchronize
+  kEventSync,          // cudaEventSynchronize
+  kSyncCopy,           // a copy through a synchronous API
+  kPageableAsyncCopy,  // an *Async copy that blocked (pageable host memory)
+  kMemset,             // a memset that blocked
+  kAllocFree,          // the implicit sync of malloc and free (device or pinned host memory)
+  kOther,              // any other call marked blocked
+};
+inline constexpr std::size_t kSyncPointKindCount = 8;
+
+// The type of a blocked call; nullopt when the call did not block.
+std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call);
+
+// A short readable name: "stream synchronize", "synchronous copy", ...
+std::string_view syncPointName(SyncPointKind kind);
+// The snake_case key of a type, as the JSON report and the simulator's ground truth spell it:
+// "stream_sync", "pageable_async_copy", ...
+const char* syncPointKey(SyncPointKind kind);
+
+}  // namespace gapwatch
