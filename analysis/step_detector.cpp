@@ -14,16 +14,6 @@
 namespace gapwatch::analysis {
 namespace {
 
-// A shift that disagrees on more than this share of positions is no period at all.
-constexpr double kMaxMismatchRate = 0.2;
-// A longer shift must agree clearly better to beat a shorter one: its multiples agree exactly as
-// well on a clean periodic sequence, and about as well when noise (streams interleaving
-// differently from step to step) breaks some positions under every shift.
-constexpr double kMismatchSlackFactor = 1.25;
-constexpr double kMismatchSlackAbsolute = 0.002;
-// Sampled pre-check of a shift: every kSampleStride-th position, when there are many.
-constexpr std::size_t kSampleStride = 61;
-constexpr std::size_t kSampleFrom = 4096;
 // A kernel period is the step only if the host touches the device (copy, sync, event, NCCL)
 // about once per period or more.
 constexpr double kMinAnchorsPerPeriod = 0.5;
@@ -64,101 +54,6 @@ uint64_t idlePpm(uint64_t length_ns, uint64_t busy_ns) {
 }
 
 }  // namespace
-
-// --- findSequencePeriod -------------------------------------------------------------------------
-
-std::optional<SequencePeriod> findSequencePeriod(const std::vector<uint32_t>& names, std::size_t min_repetitions) {
-  const std::size_t n = names.size();
-  const std::size_t max_period = n / std::max<std::size_t>(min_repetitions, 2);
-  std::vector<SequencePeriod> fits;
-  for (std::size_t p = 1; p <= max_period; ++p) {
-    const std::size_t compared = n - p;
-    if (compared >= kSampleFrom) {
-      std::size_t sampled = 0, sampled_mismatches = 0;
-      for (std::size_t i = 0; i < compared; i += kSampleStride) {
-        ++sampled;
-        sampled_mismatches += names[i] != names[i + p];
-      }
-      if (sampled_mismatches * 2 > sampled) continue;
-    }
-    const auto budget = static_cast<std::size_t>(kMaxMismatchRate * static_cast<double>(compared));
-    std::size_t mismatches = 0;
-    for (std::size_t i = 0; i < compared && mismatches <= budget; ++i) mismatches += names[i] != names[i + p];
-    if (mismatches <= budget) {
-      fits.push_back({p, static_cast<double>(mismatches) / static_cast<double>(compared)});
-    }
-  }
-  if (fits.empty()) return std::nullopt;
-  double best = 1;
-  for (const SequencePeriod& fit : fits) best = std::min(best, fit.mismatch_rate);
-  const double acceptable = std::max(best * kMismatchSlackFactor, best + kMismatchSlackAbsolute);
-  for (const SequencePeriod& fit : fits) {
-    if (fit.mismatch_rate <= acceptable) return fit;
-  }
-  return std::nullopt;
-}
-
-// --- BusyTimeline -------------------------------------------------------------------------------
-
-void BusyTimeline::add(uint64_t start_ns, uint64_t end_ns) {
-  end_ns = std::max(end_ns, start_ns);
-  if (!started_) {
-    started_ = true;
-    first_start_ns_ = start_ns;
-    run_start_ns_ = start_ns;
-    run_end_ns_ = end_ns;
-    if (logging_) log_.push_back({run_start_ns_, run_end_ns_, closed_ns_});
-    return;
-  }
-  if (start_ns > run_end_ns_) {
-    closed_ns_ += run_end_ns_ - run_start_ns_;
-    run_start_ns_ = start_ns;
-    run_end_ns_ = end_ns;
-    if (logging_) log_.push_back({run_start_ns_, run_end_ns_, closed_ns_});
-    return;
-  }
-  run_end_ns_ = std::max(run_end_ns_, end_ns);
-  if (logging_ && !log_.empty()) log_.back().end_ns = run_end_ns_;
-}
-
-uint64_t BusyTimeline::busyBefore(uint64_t time_ns) const {
-  if (!started_ || time_ns <= run_start_ns_) return closed_ns_;
-  return closed_ns_ + std::min(time_ns, run_end_ns_) - run_start_ns_;
-}
-
-uint64_t BusyTimeline::idleBefore(uint64_t start_ns) const {
-  if (!started_ || start_ns <= run_end_ns_) return 0;
-  return start_ns - run_end_ns_;
-}
-
-void BusyTimeline::startLog() {
-  log_.clear();
-  logging_ = true;
-  if (started_) log_.push_back({run_start_ns_, run_end_ns_, closed_ns_});
-}
-
-void BusyTimeline::stopLog() {
-  logging_ = false;
-  std::vector<Run>().swap(log_);
-}
-
-uint64_t BusyTimeline::loggedBusyBefore(uint64_t time_ns) const {
-  // The last run that started before `time_ns`.
-  auto after = std::upper_bound(log_.begin(), log_.end(), time_ns,
-                                [](uint64_t t, const Run& run) { return t <= run.start_ns; });
-  if (after == log_.begin()) return log_.empty() ? busyBefore(time_ns) : log_.front().busy_before_ns;
-  const Run& run = *(after - 1);
-  return run.busy_before_ns + std::min(time_ns, run.end_ns) - run.start_ns;
-}
-
-void BusyTimeline::pruneOlderHalf() {
-  log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(log_.size() / 2));
-}
-
-void BusyTimeline::pruneLogBefore(uint64_t time_ns) {
-  const auto keep = std::find_if(log_.begin(), log_.end(), [&](const Run& run) { return run.end_ns >= time_ns; });
-  log_.erase(log_.begin(), keep);
-}
 
 // --- StepDetectorStage::StepSeries -------------------------------------------------------------------
 

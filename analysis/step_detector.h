@@ -41,7 +41,9 @@
 #pragma once
 
 #include "analysis/analysis_stage.h"
+#include "analysis/busy_timeline.h"
 #include "analysis/duration_percentiles.h"
+#include "analysis/sequence_period.h"
 
 #include <array>
 #include <cstddef>
@@ -58,49 +60,6 @@ struct StepDetectorOptions {
   std::size_t learning_kernels = 32768;  // kernels kept to learn the period (steps up to a third)
   std::size_t min_repetitions = 3;       // a period must repeat this often in what was kept
   std::size_t max_relearns = 8;          // learning again after the step-start kernel vanished
-};
-
-// The steady-state period of a sequence of kernel name ids (see the header comment), or nullopt
-// when no shift of at most size / min_repetitions agrees on at least 80% of positions.
-struct SequencePeriod {
-  std::size_t period = 0;
-  double mismatch_rate = 0;  // share of positions i with names[i] != names[i + period]
-};
-std::optional<SequencePeriod> findSequencePeriod(const std::vector<uint32_t>& names, std::size_t min_repetitions = 3);
-
-// Busy time of a device timeline fed in start order, with "busy before t" for any t not before
-// the last start added; with the log on, also for any t since the log began.
-class BusyTimeline {
- public:
-  void add(uint64_t start_ns, uint64_t end_ns);
-  // Busy time in [first activity, t); t must not precede the last start added (else approximate).
-  uint64_t busyBefore(uint64_t time_ns) const;
-  // Idle time between the end of the work so far and `start_ns` (0 while busy, or before any).
-  uint64_t idleBefore(uint64_t start_ns) const;
-  bool empty() const { return !started_; }
-  uint64_t firstStart() const { return first_start_ns_; }
-
-  // The log keeps every run of overlapping work from now on, for loggedBusyBefore().
-  void startLog();
-  void stopLog();
-  // busyBefore for any t since the log began (binary search).
-  uint64_t loggedBusyBefore(uint64_t time_ns) const;
-  // Forgets logged runs that ended before `time_ns`.
-  void pruneLogBefore(uint64_t time_ns);
-  // Forgets the older half of the logged runs (busy time before them is then approximate).
-  void pruneOlderHalf();
-  std::size_t loggedRuns() const { return log_.size(); }
-
- private:
-  struct Run {
-    uint64_t start_ns, end_ns, busy_before_ns;
-  };
-  bool started_ = false;
-  uint64_t first_start_ns_ = 0;
-  uint64_t closed_ns_ = 0;  // busy time of the runs before the current one
-  uint64_t run_start_ns_ = 0, run_end_ns_ = 0;
-  bool logging_ = false;
-  std::vector<Run> log_;         // the current run is the last one, kept up to date
 };
 
 class StepDetectorStage final : public AnalysisStage {
