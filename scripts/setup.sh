@@ -26,6 +26,7 @@ packages=(
   binutils                                  # readelf, nm: checks on the injected library's symbols
   strace                                    # counts the launching thread's system calls (hot-path test)
   ccache                                    # rebuilds after a branch switch or in a fresh clone's build/
+  stress-ng                                 # the competing load of scripts/test-under-load.sh
 )
 missing=()
 for pkg in "${packages[@]}"; do
