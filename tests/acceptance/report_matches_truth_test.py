@@ -4,8 +4,11 @@ ground truth.
 For each scenario of examples/scenarios/ the test runs gapwatch-sim under LD_PRELOAD=libgapwatch.so
 on the simulated CUDA stack (as tests/interpose/ does, through gwtest.py), reports on the
 recordings it left (all ranks together) and checks, per process and device:
-  - every idle cause's time is within 5 % of the truth's, or 50 us, whichever is larger;
+  - every idle cause's time is within 5 % of the truth's, or 50 us, whichever is larger, plus the
+    run's boundary slack (below);
   - the idle time flagged after_sync, likewise;
+  - the median distance between a call's recorded boundary and the truth's, for API calls and NCCL
+    calls, entry and exit apart, is under BOUNDARY_MEDIAN_MAX_NS;
   - the top finding stands for the dominant cause of the run: the finding's "cause"
     (docs/report-json.md) is the truth's `dominant_cause` of the device; for a scenario that
     expects after_sync instead (`expect.after_sync_fraction_min`: sync-bound) it is "after_sync"
@@ -19,6 +22,23 @@ misses is repeated, up to 3 runs in all; when every miss came from a run whose o
 scenario's `expect` block (a disturbed run), the test is skipped, not failed, as check_truth.py
 does. Measurement mismatches are never repeated: the report and the truth describe the same run.
 A table of every comparison is printed, passing or not.
+
+Boundary slack (docs/analysis.md, "Engine and ground truth"). The recorder and the simulator read
+the clock at different places around each call: the recorder inside its CUPTI callbacks or around
+the real NCCL function, the simulator at the simulated entry point's first and last instruction. A
+recorded call therefore starts and ends some tens of nanoseconds away from the truth's, and idle
+time inside that distance can have another cause in the report (host_cpu instead of nccl_host, for
+instance). That is measurement, not analysis: the engine fed the truth's own timeline reproduces
+every cause to the nanosecond (tests/unit/analysis_truth_timeline_test.cpp). So the tolerance of a
+cause is the fixed one plus what this run's own boundaries could have moved: for every call found
+in both (API calls by correlation id and name, NCCL calls by thread and order), the idle time that
+lies between its recorded and its true entry, and between its recorded and its true exit; plus
+every whole gap that begins between a call's two exits (a gap is `dependency`, or after_sync,
+according to whether a call returned before it began). The slack follows the number of calls and
+the machine's speed, and a preemption that lands between the two clock reads of a call widens it
+by exactly what it moved, so a slow or busy machine cannot make the test fail. What the slack
+cannot hide is a systematic error at every call (a hook that timed its own bookkeeping): the
+median check catches that.
 """
 import glob
 import json
@@ -35,10 +55,98 @@ CAUSES = ["host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "
 RELATIVE_TOLERANCE = 0.05
 ABSOLUTE_TOLERANCE_NS = 50_000
 ATTEMPTS = 3
+# A clock read and a call/return are under 100 ns on this kind of machine (measured: medians of 15 to
+# 65 ns per boundary on nccl-bound); 500 ns leaves room for a machine several times slower. A
+# median is untouched by preemption unless most calls are preempted inside a 100 ns window.
+BOUNDARY_MEDIAN_MAX_NS = 500
 
 
-def within(measured, truth):
-    return abs(measured - truth) <= max(RELATIVE_TOLERANCE * truth, ABSOLUTE_TOLERANCE_NS)
+def tolerance(truth, slack_ns=0):
+    return max(RELATIVE_TOLERANCE * truth, ABSOLUTE_TOLERANCE_NS) + slack_ns
+
+
+def within(measured, truth, slack_ns=0):
+    return abs(measured - truth) <= tolerance(truth, slack_ns)
+
+
+def merge_intervals(intervals):
+    merged = []
+    for lo, hi in sorted(intervals):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return merged
+
+
+def idle_overlap(intervals, gaps):
+    """Idle nanoseconds inside the union of `intervals`; `gaps` sorted, disjoint [g0, g1)."""
+    import bisect
+    starts = [g[0] for g in gaps]
+    total = 0
+    for lo, hi in merge_intervals(intervals):
+        i = max(bisect.bisect_right(starts, lo) - 1, 0)
+        while i < len(gaps) and gaps[i][0] < hi:
+            total += max(0, min(hi, gaps[i][1]) - max(lo, gaps[i][0]))
+            i += 1
+    return total
+
+
+def matched_calls(truth_process, events):
+    """[(kind, truth enter, truth exit, recorded start, recorded end)] of the calls in both."""
+    fields = truth_process["timeline"]["api_calls"]["fields"]
+    rows = [dict(zip(fields, r)) for r in truth_process["timeline"]["api_calls"]["rows"]]
+    recorded_api = {(e["correlation_id"], e["name"]): e for e in events if e.get("type") == "api_call"}
+    recorded_nccl = {}
+    for e in sorted((e for e in events if e.get("type") == "nccl_call"), key=lambda e: e["start_ns"]):
+        recorded_nccl.setdefault(e["thread_id"], []).append(e)
+    truth_nccl = {}
+    pairs = []
+    for r in rows:
+        if r["kind"] == "nccl":
+            truth_nccl.setdefault(r["tid"], []).append(r)
+        elif (r["correlation_id"], r["name"]) in recorded_api:
+            e = recorded_api[(r["correlation_id"], r["name"])]
+            pairs.append(("api", r["enter_ns"], r["exit_ns"], e["start_ns"], e["end_ns"]))
+    for tid, calls in truth_nccl.items():
+        calls.sort(key=lambda r: r["enter_ns"])
+        for r, e in zip(calls, recorded_nccl.get(tid, [])):
+            pairs.append(("nccl", r["enter_ns"], r["exit_ns"], e["start_ns"], e["end_ns"]))
+    return pairs
+
+
+def boundary_slack(pairs, device_truth):
+    """Idle time of this device whose cause the distance between recorded and true call
+    boundaries could have changed (the module's docstring says why this is the bound)."""
+    fields = device_truth["gaps"]["fields"]
+    gaps = sorted((g[fields.index("start_ns")], g[fields.index("end_ns")]) for g in device_truth["gaps"]["rows"])
+    edges = []
+    for _, enter, exit_, start, end in pairs:
+        edges.append((min(enter, start), max(enter, start)))
+        edges.append((min(exit_, end), max(exit_, end)))
+    slack = idle_overlap(edges, gaps)
+    import bisect
+    starts = [g[0] for g in gaps]
+    flipped = set()
+    for _, _, exit_, _, end in pairs:
+        lo, hi = min(exit_, end), max(exit_, end)
+        i = bisect.bisect_left(starts, lo)
+        while i < len(gaps) and gaps[i][0] <= hi:
+            flipped.add(i)
+            i += 1
+    return slack + sum(gaps[i][1] - gaps[i][0] for i in flipped)
+
+
+def boundary_medians(pairs):
+    """{'api entry': median |recorded - truth| ns, ...} over the matched calls."""
+    import statistics
+    medians = {}
+    for kind in ("api", "nccl"):
+        mine = [p for p in pairs if p[0] == kind]
+        if mine:
+            medians[kind + " entry"] = statistics.median(abs(p[3] - p[1]) for p in mine)
+            medians[kind + " exit"] = statistics.median(abs(p[4] - p[2]) for p in mine)
+    return medians
 
 
 HOST_LABEL_FINDINGS = {"data": "data_pipeline", "compile": "warmup"}
@@ -90,14 +198,19 @@ def run_and_report(path, workdir):
                             capture_output=True, text=True, timeout=300)
     if report.returncode != 0:
         raise AssertionError("gapwatch report --json failed (%d): %s" % (report.returncode, report.stderr))
-    return truth, json.loads(report.stdout)
+    events_by_pid = {}
+    for recording in recordings:
+        events = gwtest.dump(recording)
+        hello = next(e for e in events if e.get("type") == "hello")
+        events_by_pid[hello["pid"]] = events
+    return truth, json.loads(report.stdout), events_by_pid
 
 
 def ms(ns):
     return "%.3f ms" % (ns / 1e6)
 
 
-def compare(name, scenario, truth, report):
+def compare(name, scenario, truth, report, events_by_pid):
     """(measurement failures, top-finding failures, table lines)."""
     measured, top_failures, lines = [], [], []
     by_pid = {p["pid"]: p for p in report["processes"]}
@@ -110,6 +223,14 @@ def compare(name, scenario, truth, report):
             measured.append("%s: no recording of pid %d was reported" % (label, tp["pid"]))
             continue
         devices = {d["device"]: d for d in rp["devices"]}
+        calls = matched_calls(tp, events_by_pid.get(tp["pid"], []))
+        for boundary, median in sorted(boundary_medians(calls).items()):
+            ok = median <= BOUNDARY_MEDIAN_MAX_NS
+            lines.append("  %-28s %-16s median %6d ns from the truth's (at most %d)  %s" % (
+                label, boundary, median, BOUNDARY_MEDIAN_MAX_NS, "ok" if ok else "MISMATCH"))
+            if not ok:
+                measured.append("%s: recorded %s times are a median %d ns from the truth's (at most %d)" % (
+                    label, boundary, median, BOUNDARY_MEDIAN_MAX_NS))
         wanted = []
         for td in tp["devices"]:
             rd = devices.get(td["device"])
@@ -117,17 +238,20 @@ def compare(name, scenario, truth, report):
                 measured.append("%s: device %d not in the report" % (label, td["device"]))
                 continue
             wanted.append(expected_top(scenario, td))
-            pairs = [(c, rd["idle_by_cause"][c], td["idle_by_cause"][c]) for c in CAUSES]
-            pairs.append(("after_sync", rd["after_sync"]["ns"], td["after_sync"]["ns"]))
-            pairs.append(("idle", rd["idle_ns"], td["idle_ns"]))
-            for cause, ours, theirs in pairs:
-                ok = within(ours, theirs)
+            slack = boundary_slack(calls, td)
+            lines.append("  %-28s %-16s %s of idle time lies where recorded and true call boundaries differ" % (
+                "%s device %d" % (label, td["device"]), "boundary slack", ms(slack)))
+            pairs = [(c, rd["idle_by_cause"][c], td["idle_by_cause"][c], slack) for c in CAUSES]
+            pairs.append(("after_sync", rd["after_sync"]["ns"], td["after_sync"]["ns"], slack))
+            pairs.append(("idle", rd["idle_ns"], td["idle_ns"], 0))  # device records only: no call boundary
+            for cause, ours, theirs, cause_slack in pairs:
+                ok = within(ours, theirs, cause_slack)
                 lines.append("  %-28s %-16s report %14s  truth %14s  %s" % (
                     "%s device %d" % (label, td["device"]), cause, ms(ours), ms(theirs), "ok" if ok else "MISMATCH"))
                 if not ok:
-                    measured.append("%s device %d %s: report %s, truth %s (tolerance %s)" % (
-                        label, td["device"], cause, ms(ours), ms(theirs),
-                        ms(max(RELATIVE_TOLERANCE * theirs, ABSOLUTE_TOLERANCE_NS))))
+                    measured.append("%s device %d %s: report %s, truth %s (tolerance %s, of which %s boundary slack)" % (
+                        label, td["device"], cause, ms(ours), ms(theirs), ms(tolerance(theirs, cause_slack)),
+                        ms(cause_slack)))
         findings = rp["findings"]
         top = findings[0] if findings else None
         top_text = "%s (%s, %s)" % (top["id"], top["cause"], ms(top["idle_ns"])) if top else "no finding"
@@ -159,8 +283,8 @@ def make_test(path):
         notes, disturbed_runs = [], 0
         for attempt in range(1, ATTEMPTS + 1):
             with tempfile.TemporaryDirectory(prefix="gapwatch-acceptance-") as workdir:
-                truth, report = run_and_report(path, workdir)
-            measured, top_failures, lines = compare(name, scenario, truth, report)
+                truth, report, events_by_pid = run_and_report(path, workdir)
+            measured, top_failures, lines = compare(name, scenario, truth, report, events_by_pid)
             disturbed = disturbance(scenario, truth)
             print("\n%s, run %d%s:\n%s" % (name, attempt, " (disturbed: %s)" % disturbed if disturbed else "",
                                           "\n".join(lines)), flush=True)
