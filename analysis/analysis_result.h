@@ -79,12 +79,21 @@ struct CallSite {
   uint64_t count = 0, total_ns = 0;
 };
 
+// A device-to-host copy this small is a read of a value (a loss, a metric, a flag), not data: 64
+// KiB is a few thousand floats, and a pageable copy of it takes a few microseconds, far less than
+// the wait for the queue that comes with it.
+inline constexpr uint64_t kSmallReadBytes = 64 * 1024;
+
 struct SyncTypeStats {
   SyncPointKind kind = SyncPointKind::kOther;
   uint64_t count = 0;
   uint64_t total_ns = 0;           // blocked time (call durations)
   uint64_t p50_ns = 0, p99_ns = 0;
   uint64_t idle_after_ns = 0;      // device idle in the gaps these calls drained (after_sync by type)
+  // Copies to the host of at most kSmallReadBytes: what .item(), .cpu() or .tolist() of a loss
+  // or a metric do. Their cost is the wait for the queue, not the copy, so their fix is to read
+  // less often, not to pin memory.
+  uint64_t small_reads = 0;
   std::vector<CallSite> top_call_sites;
 };
 
@@ -151,6 +160,10 @@ struct ProcessAnalysis {
   NcclStats nccl;
   StepStats steps;
   std::vector<Finding> findings;  // ranked by idle_ns
+  // Observations with a fix whose idle time does not pass the finding threshold (often none at
+  // all): communication that does not overlap compute, a long start-up. Never ranked among the
+  // findings, never in the verdict.
+  std::vector<Finding> notes;
 };
 
 struct RankWait {        // across ranks: whom the others waited for in collectives

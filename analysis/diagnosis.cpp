@@ -2,8 +2,9 @@
 // in docs/analysis.md.
 #include "analysis/diagnosis.h"
 
-#include "analysis/quantity_text.h"
 #include "analysis/gap_histogram.h"
+#include "analysis/quantity_text.h"
+#include "analysis/sync_advice.h"
 
 #include <algorithm>
 #include <array>
@@ -127,14 +128,18 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
     }
   }
 
-  // Sync points: hideable idle, taken from the host's own time in after-sync gaps. A blocking
-  // copy (sync_copy) or an NCCL call in such a gap is its own finding's, not the sync's.
+  // Sync points: hideable idle, taken from the host's own time in after-sync gaps: the Python
+  // and launches that ran after the sync returned, which the host could have queued before it
+  // waited. Time the host spent inside a CUDA call in such a gap is not the sync's: a blocking
+  // copy (sync_copy), an NCCL call, or a cudaMalloc / cudaFree (cuda_api) has its own finding,
+  // whose fix is that call's. (Counting cuda_api here once made "take syncs out of the step" the
+  // top finding of a loop whose idle was 99 % cudaMalloc / cudaFree.)
   const uint64_t hideable = measured ? device.after_sync_hideable_ns : estimateHideable(device, process);
   out.after_sync_hideable_ns += hideable;
-  const double pool = after_sync[kHostCpu] + after_sync[kLaunch] + after_sync[kCudaApi];
+  const double pool = after_sync[kHostCpu] + after_sync[kLaunch];
   const double sync_total = std::min(static_cast<double>(hideable), pool);
   std::array<uint64_t, kIdleCauseCount> taken{};
-  for (std::size_t c : {kHostCpu, kLaunch, kCudaApi}) {
+  for (std::size_t c : {kHostCpu, kLaunch}) {
     taken[c] = static_cast<uint64_t>(std::llround(sync_total * ratio(after_sync[c], pool)));
     taken[c] = std::min(taken[c], minusClamped(cause[c], stall[c]));
   }
@@ -261,22 +266,43 @@ Finding dataPipelineFinding(const ProcessAnalysis& p, const IdleExplanation& x, 
 }
 
 Finding pageableCopiesFinding(const ProcessAnalysis& p, const IdleExplanation& x) {
-  FindingBuilder f(kFindingPageableCopies, "in blocking copies (pageable memory, many small copies)",
+  // The copy types in the order of their blocked time: the fix of the one that blocked longest
+  // comes first. Reads of a value (.item()) block as long as a pageable copy of data does, but
+  // pinning memory would not help them: the title and the fix say which the copies are.
+  std::vector<const SyncTypeStats*> copies_by_time;
+  uint64_t blocking_copies = 0, small_reads = 0;
+  for (SyncPointKind kind : {SyncPointKind::kPageableAsyncCopy, SyncPointKind::kSyncCopy, SyncPointKind::kMemset}) {
+    const SyncTypeStats* s = syncStats(p, kind);
+    if (!s || s->count == 0) continue;
+    copies_by_time.push_back(s);
+    blocking_copies += s->count;
+    small_reads += s->small_reads;
+  }
+  std::stable_sort(copies_by_time.begin(), copies_by_time.end(),
+                   [](const SyncTypeStats* a, const SyncTypeStats* b) { return a->total_ns > b->total_ns; });
+  const bool reads = blocking_copies > 0 && small_reads * 2 >= blocking_copies;
+  FindingBuilder f(kFindingPageableCopies,
+                   reads ? "in blocking reads of values to the host (.item()-like copies)"
+                         : "in blocking copies (pageable memory, many small copies)",
                    x.pageable_copies_ns, x);
   f.evidence("idle in blocking copies", shareOfIdle(x.pageable_copies_ns, x) +
                                             ", the launching thread inside a copy or memset that blocked");
   f.number("sync_copy_idle_ns", static_cast<double>(x.pageable_copies_ns));
-  for (SyncPointKind kind : {SyncPointKind::kPageableAsyncCopy, SyncPointKind::kSyncCopy, SyncPointKind::kMemset}) {
-    const SyncTypeStats* s = syncStats(p, kind);
-    if (s && s->count > 0) addSyncTypeEvidence(f, *s, false);
+  for (const SyncTypeStats* s : copies_by_time) addSyncTypeEvidence(f, *s, false);
+  if (small_reads > 0) {
+    f.evidence("small reads", formatCount(small_reads) + " of " + formatCount(blocking_copies) +
+                                  " blocking copies were to the host and at most 64 KiB");
+    f.number("small_reads", static_cast<double>(small_reads));
   }
   const uint64_t copies = deviceCopies(p);
   std::string text = formatCount(copies);
   if (p.steps.steps > 0) text += ", " + formatCount(copies / p.steps.steps) + " per step";
   f.evidence("copies on the device", text);
   f.number("device_copies", static_cast<double>(copies));
-  f.fix("Copy from pinned memory: DataLoader(pin_memory=True) and tensor.to(device, non_blocking=True); "
-        "gather many small tensors into one buffer and copy it once.");
+  std::string fix = syncAdviceInOrder(copies_by_time);
+  if (!reads) fix += " Gather many small tensors into one buffer and copy it once.";
+  f.fix(fix.empty() ? "Copy from pinned memory: DataLoader(pin_memory=True) and tensor.to(device, non_blocking=True)."
+                    : fix);
   return f.take();
 }
 
@@ -320,7 +346,20 @@ Finding launchOverheadFinding(const ProcessAnalysis& p, const IdleExplanation& x
 }
 
 Finding syncPointsFinding(const ProcessAnalysis& p, const IdleExplanation& x) {
-  FindingBuilder f(kFindingSyncPoints, "after sync points that drained the queue", x.sync_points_ns, x);
+  // The types that drained the queue, by the idle that followed them: the title names the first,
+  // and the fix is theirs, in that order.
+  std::vector<const SyncTypeStats*> drainers;
+  uint64_t sync_calls = 0;
+  for (const SyncTypeStats& s : p.sync_points) {
+    sync_calls += s.count;
+    if (s.idle_after_ns > 0) drainers.push_back(&s);
+  }
+  std::stable_sort(drainers.begin(), drainers.end(),
+                   [](const SyncTypeStats* a, const SyncTypeStats* b) { return a->idle_after_ns > b->idle_after_ns; });
+  if (drainers.size() > 3) drainers.resize(3);
+  std::string title = "after sync points that drained the queue";
+  if (!drainers.empty()) title += " (mostly " + std::string(syncPointName(drainers.front()->kind)) + ")";
+  FindingBuilder f(kFindingSyncPoints, title, x.sync_points_ns, x);
   uint64_t after_sync_gaps = 0;
   for (const DeviceAnalysis& d : p.devices) after_sync_gaps += d.after_sync_gaps;
   std::string text = shareOfIdle(x.after_sync_ns, x) + ", in gaps that began when a sync returned";
@@ -332,15 +371,6 @@ Finding syncPointsFinding(const ProcessAnalysis& p, const IdleExplanation& x) {
                              " of the host's time in those gaps: it had waited at least as long in the sync" +
                              (x.after_sync_estimated ? " (estimated from the gap histogram)" : ""));
   f.number("hideable_ns", static_cast<double>(x.sync_points_ns));
-  std::vector<const SyncTypeStats*> drainers;
-  uint64_t sync_calls = 0;
-  for (const SyncTypeStats& s : p.sync_points) {
-    sync_calls += s.count;
-    if (s.idle_after_ns > 0) drainers.push_back(&s);
-  }
-  std::sort(drainers.begin(), drainers.end(),
-            [](const SyncTypeStats* a, const SyncTypeStats* b) { return a->idle_after_ns > b->idle_after_ns; });
-  if (drainers.size() > 3) drainers.resize(3);
   for (const SyncTypeStats* s : drainers) addSyncTypeEvidence(f, *s, true);
   // The type that blocked longest, when it is not a drainer: item() is a pageable copy that waits
   // for the queue, then a stream sync that finds it empty and is named the drainer.
@@ -348,8 +378,10 @@ Finding syncPointsFinding(const ProcessAnalysis& p, const IdleExplanation& x) {
   for (const SyncTypeStats& s : p.sync_points) {
     if (s.total_ns > 0 && (!longest || s.total_ns > longest->total_ns)) longest = &s;
   }
+  std::vector<const SyncTypeStats*> advised = drainers;
   if (longest && std::find(drainers.begin(), drainers.end(), longest) == drainers.end()) {
     addSyncTypeEvidence(f, *longest, false);
+    advised.push_back(longest);
   }
   f.number("sync_points", static_cast<double>(sync_calls));
   if (p.steps.steps > 0) {
@@ -358,8 +390,10 @@ Finding syncPointsFinding(const ProcessAnalysis& p, const IdleExplanation& x) {
     f.evidence("sync points per step", per_step);
     f.number("sync_points_per_step", static_cast<double>(sync_calls) / static_cast<double>(p.steps.steps));
   }
-  f.fix("Take syncs out of the step: no .item(), .cpu(), .tolist(), print(tensor) or torch.cuda.synchronize() "
-        "per step (log every N steps, accumulate the loss on the GPU); copy with non_blocking=True.");
+  // Without a drainer (estimated split) there is no type to follow: the general advice.
+  f.fix(advised.empty() ? "Take sync points out of the step: read values every N steps, copy with "
+                          "non_blocking=True from pinned memory."
+                        : syncAdviceInOrder(advised));
   return f.take();
 }
 
@@ -425,15 +459,20 @@ Finding warmupFinding(const IdleExplanation& x) {
 }
 
 Finding cudaApiFinding(const ProcessAnalysis& p, const IdleExplanation& x) {
-  FindingBuilder f(kFindingCudaApi, "in CUDA API calls (malloc, free, module loads)", x.cuda_api_ns, x);
+  // malloc and free are the CUDA calls that most often sit in a step; when the run made any, the
+  // finding is theirs and so is the fix. Otherwise the calls are the rest of the API.
+  const SyncTypeStats* alloc = syncStats(p, SyncPointKind::kAllocFree);
+  const bool allocations = alloc && alloc->count > 0;
+  FindingBuilder f(kFindingCudaApi,
+                   allocations ? "in CUDA API calls (cudaMalloc / cudaFree)" : "in CUDA API calls (not launches or copies)",
+                   x.cuda_api_ns, x);
   f.evidence("idle in other CUDA calls", shareOfIdle(x.cuda_api_ns, x) +
                                              ", the launching thread in a call that is not a launch or copy");
   f.number("cuda_api_idle_ns", static_cast<double>(x.cuda_api_ns));
-  if (const SyncTypeStats* s = syncStats(p, SyncPointKind::kAllocFree); s && s->count > 0) {
-    addSyncTypeEvidence(f, *s, false);
-  }
-  f.fix("Keep cudaMalloc / cudaFree and module loads out of the step: let PyTorch's caching allocator reuse "
-        "memory (no torch.cuda.empty_cache() in the loop); allocate buffers once, before the loop.");
+  if (allocations) addSyncTypeEvidence(f, *alloc, true);
+  f.fix(allocations ? syncAdvice(*alloc)
+                    : "Keep CUDA calls that are neither launches nor copies out of the step: create streams, events "
+                      "and graphs once, and load modules (compile kernels) before the loop.");
   return f.take();
 }
 
@@ -484,6 +523,7 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
 
 void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const DiagnosisThresholds& t) {
   process.findings.clear();
+  process.notes.clear();
   const IdleExplanation x = explainIdle(process, t);
   if (x.window_ns == 0) return;  // nothing measured on the device: no verdict without numbers
   const auto passes = [&](uint64_t idle_ns) {
@@ -498,10 +538,21 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
   const NcclStats& nccl = process.nccl;
   const bool exposed = nccl.comm_ns > 0 && nccl.comm_share_of_busy >= t.nccl_min_comm_share &&
                        nccl.compute_comm_overlap <= t.nccl_max_overlap;
-  if (passes(x.nccl_ns) || exposed) found.push_back(ncclFinding(process, x, !passes(x.nccl_ns)));
+  // A finding explains idle time. Communication that does not overlap compute, or a long start-up,
+  // explains none (NCCL kernels are busy time; start-up is before the window), so they are notes:
+  // numbers and a fix printed beside the NCCL and start-up lines, never ranked among the causes.
+  if (passes(x.nccl_ns)) {
+    found.push_back(ncclFinding(process, x, false));
+  } else if (exposed) {
+    process.notes.push_back(ncclFinding(process, x, true));
+  }
   const bool long_start = x.leading_ns >= t.leading_min_ns &&
                           static_cast<double>(x.leading_ns) >= t.leading_share * static_cast<double>(x.leading_ns + x.window_ns);
-  if (passes(x.warmup_ns) || long_start) found.push_back(warmupFinding(x));
+  if (passes(x.warmup_ns)) {
+    found.push_back(warmupFinding(x));
+  } else if (long_start) {
+    process.notes.push_back(warmupFinding(x));
+  }
   if (passes(x.cuda_api_ns)) found.push_back(cudaApiFinding(process, x));
   if (passes(x.dependency_ns)) found.push_back(dependencyFinding(process, x));
 
@@ -595,8 +646,8 @@ std::string verdict(const ProcessAnalysis& process) {
     if (f.idle_ns == 0) continue;
     return text + "; " + formatWholePercent(f.idle_share) + " of it " + f.title;
   }
-  if (process.findings.empty()) return text + "; no cause of idle time passes its threshold";
-  return text + "; no cause of idle time passes its threshold, but see the findings";
+  if (process.notes.empty()) return text + "; no cause of idle time passes its threshold";
+  return text + "; no cause of idle time passes its threshold, but see the notes";
 }
 
 std::string causeOfFinding(const std::string& id) {

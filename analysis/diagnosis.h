@@ -10,15 +10,18 @@
 //   - warmup:          host_cpu and cuda_api time of mid-run stalls: gaps far longer than the
 //                      process's typical long gap (compile, recompile on a new shape, a checkpoint);
 //   - sync_points:     after-sync idle the host could have hidden had it not waited: per gap, up
-//                      to the time the draining call blocked, taken from the host_cpu,
-//                      launch_overhead and cuda_api time of after-sync gaps;
+//                      to the time the draining call blocked, taken from the host_cpu and
+//                      launch_overhead time of after-sync gaps (time inside a CUDA call is
+//                      that call's finding's);
 //   - data_pipeline:   the rest of host_cpu;
 //   - launch_overhead: the rest of launch_overhead;
 //   - cuda_api:        the rest of cuda_api;
 //   - pageable_copies: sync_copy;       - nccl: nccl_host;       - dependency: dependency.
 // A finding is reported when the idle it explains passes its threshold (DiagnosisThresholds;
-// the values and why: docs/analysis.md). Two findings can also come from evidence that is not
-// idle time: a long start-up (warmup) and communication that does not overlap compute (nccl).
+// the values and why: docs/analysis.md), and only then. Evidence that is not idle time, a long
+// start-up (warmup) and communication that does not overlap compute (nccl), makes a note
+// (ProcessAnalysis::notes) instead. Each fix follows from the finding's own evidence: the sync
+// types that drained the queue, the kind of copies that blocked (sync_advice.h).
 // Across ranks, the rank the others wait for in collectives is a finding of the whole report.
 #pragma once
 

@@ -18,6 +18,7 @@ void SyncStatsStage::onApiCall(const ApiCallEvent& call) {
   TypeState& type = types_[static_cast<std::size_t>(*kind)];
   ++type.count;
   type.total_ns += blocked_ns;
+  if (call.copy_kind == v1::COPY_KIND_D2H && call.bytes <= kSmallReadBytes) ++type.small_reads;
   type.durations.add(blocked_ns);
   SiteTotals& site = type.sites[call.call_site_id];
   ++site.count;
@@ -32,6 +33,7 @@ void SyncStatsStage::contribute(ProcessAnalysis& result) {
     stats.kind = static_cast<SyncPointKind>(k);
     stats.count = type.count;
     stats.total_ns = type.total_ns;
+    stats.small_reads = type.small_reads;
     stats.p50_ns = type.durations.percentile(50);
     stats.p99_ns = type.durations.percentile(99);
     if (device_idle_) stats.idle_after_ns = device_idle_->idleAfterSync()[k];

@@ -42,6 +42,7 @@ class SyncStatsStage final : public AnalysisStage {
   struct TypeState {
     uint64_t count = 0;
     uint64_t total_ns = 0;
+    uint64_t small_reads = 0;
     DurationPercentiles durations;
     std::unordered_map<uint32_t, SiteTotals> sites;  // call_site_id -> totals
   };

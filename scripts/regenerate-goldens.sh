@@ -3,9 +3,10 @@
 #
 #   scripts/regenerate-goldens.sh            the expected reports (<scenario>.report.json), from the
 #                                            stored recordings: after an intended change of the report
-#   scripts/regenerate-goldens.sh --record   first record every scenario of examples/scenarios/ anew
-#                                            (<scenario>.gwt): after a change of the recording format
-#                                            or of a scenario
+#   scripts/regenerate-goldens.sh --record [NAME...]
+#                                            first record every scenario of examples/scenarios/ anew
+#                                            (<scenario>.gwt), or only the scenarios NAME...: after a
+#                                            change of the recording format, of a scenario, or a new one
 #
 # Uses the build in $GAPWATCH_BUILD_DIR (default build/): bin/gapwatch, and for --record
 # bin/gapwatch-sim, lib/libgapwatch.so and the simulated CUDA stack. Review `git diff tests/golden`
@@ -18,11 +19,15 @@ golden_dir="$repo_root/tests/golden"
 gapwatch="$build_dir/bin/gapwatch"
 
 record=0
+only=()
 case "${1:-}" in
   "") ;;
-  --record) record=1 ;;
-  *) echo "usage: $0 [--record]" >&2; exit 2 ;;
+  --record) record=1; shift; only=("$@") ;;
+  *) echo "usage: $0 [--record [NAME...]]" >&2; exit 2 ;;
 esac
+for name in "${only[@]}"; do
+  [[ -f "$repo_root/examples/scenarios/$name.json" ]] || { echo "$0: no scenario examples/scenarios/$name.json" >&2; exit 2; }
+done
 [[ -x "$gapwatch" ]] || { echo "$0: $gapwatch not built (set GAPWATCH_BUILD_DIR)" >&2; exit 1; }
 
 if (( record )); then
@@ -33,6 +38,7 @@ if (( record )); then
   trap 'rm -rf "$work"' EXIT
   for scenario in "$repo_root"/examples/scenarios/*.json; do
     name="$(basename "$scenario" .json)"
+    if (( ${#only[@]} )) && [[ " ${only[*]} " != *" $name "* ]]; then continue; fi
     mkdir -p "$work/$name"
     # Fewer steps keep the stored recordings small; the steps every op needs (the latest from_step,
     # until_step or recompile) are kept.

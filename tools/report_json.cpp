@@ -116,6 +116,7 @@ json syncPointsJson(const ProcessAnalysis& p) {
                    {"p50_ns", s.p50_ns},
                    {"p99_ns", s.p99_ns},
                    {"idle_after_ns", s.idle_after_ns},
+                   {"small_reads", s.small_reads},
                    {"top_call_sites", sites}});
   }
   return out;
@@ -189,6 +190,8 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
   }
   json findings = json::array();
   for (const analysis::Finding& f : p.findings) findings.push_back(findingJson(f));
+  json notes = json::array();
+  for (const analysis::Finding& f : p.notes) notes.push_back(findingJson(f));
   json probes = json::array();
   for (const std::string& probe : p.probes) probes.push_back(probe);
   const auto optional_int = [](const std::optional<int32_t>& v) { return v ? json(*v) : json(nullptr); };
@@ -227,6 +230,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"idle_by_cause", causesJson(by_cause)},
           {"after_sync_ns", after_sync},
           {"findings", findings},
+          {"notes", notes},
           {"devices", devices},
           {"sync_points", syncPointsJson(p)},
           {"launches", launchesJson(p.launches)},

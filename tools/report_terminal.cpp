@@ -122,6 +122,12 @@ void printFindings(const ProcessAnalysis& p, const TerminalStyle& style, std::os
   for (std::size_t i = 0; i < p.findings.size(); ++i) printFinding(i + 1, p.findings[i], style, out);
 }
 
+void printNotes(const ProcessAnalysis& p, const TerminalStyle& style, std::ostream& out) {
+  if (p.notes.empty()) return;
+  row(out, "notes") << "worth a look, though they explain no idle time\n";
+  for (std::size_t i = 0; i < p.notes.size(); ++i) printFinding(i + 1, p.notes[i], style, out);
+}
+
 // --- the recording --------------------------------------------------------------------------------
 
 void printProcess(const ProcessAnalysis& p, const analysis::RecordingOverview& o, std::ostream& out) {
@@ -458,6 +464,7 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   out << style.bold("== " + printable(content.files[index]) + " ==") << '\n';
   out << style.bold(analysis::verdict(p)) << "\n\n";
   printFindings(p, style, out);
+  printNotes(p, style, out);
   out << '\n';
   printProcess(p, o, out);
   printDevices(p, content.analysis.options, style, out);

@@ -12,7 +12,8 @@ recordings it left (all ranks together) and checks, per process and device:
   - the top finding stands for the dominant cause of the run: the finding's "cause"
     (docs/report-json.md) is the truth's `dominant_cause` of the device; for a scenario that
     expects after_sync instead (`expect.after_sync_fraction_min`: sync-bound) it is "after_sync"
-    (the sync_points finding); where the scenario names the host work it expects
+    (the sync_points finding), or the truth's dominant cause when that is one the sync finding
+    cannot explain (sync_copy on a loaded host, see expected_top); where the scenario names the host work it expects
     (`dominant_host_label`), host_cpu must be data_pipeline for "data" and warmup for "compile";
   - a scenario that expects neither a dominant cause nor after_sync (healthy) gets no finding at
     all, across ranks included.
@@ -152,16 +153,28 @@ def boundary_medians(pairs):
 HOST_LABEL_FINDINGS = {"data": "data_pipeline", "compile": "warmup"}
 
 
-def expected_top(scenario, device_truth):
-    """(cause, finding id or None) the top finding must have; (None, None): no finding at all."""
-    expect = scenario.get("expect", {})
-    if "after_sync_fraction_min" in expect:
-        return "after_sync", "sync_points"
-    if "dominant_cause" not in expect:
-        return None, None  # a healthy run: no finding
+def dominant_top(expect, device_truth):
     cause = device_truth["dominant_cause"]
     finding = HOST_LABEL_FINDINGS.get(expect.get("dominant_host_label")) if cause == "host_cpu" else None
     return cause, finding
+
+
+def expected_top(scenario, device_truth):
+    """[(cause, finding id or None)]: what the top finding may be; []: no finding at all."""
+    expect = scenario.get("expect", {})
+    if "after_sync_fraction_min" in expect:
+        # The sync the scenario is built around; or, where this run's own truth says that a cause
+        # the sync finding cannot explain outweighs every other (a loaded host wakes the thread
+        # blocked in item()'s copy milliseconds late, which is sync_copy), that cause. The truth
+        # decides, as it does for dominant_cause. host_cpu and launch_overhead are what the sync
+        # finding is made of, so their dominance is no excuse for another top finding.
+        allowed = [("after_sync", "sync_points")]
+        if device_truth["dominant_cause"] not in ("host_cpu", "launch_overhead"):
+            allowed.append(dominant_top(expect, device_truth))
+        return allowed
+    if "dominant_cause" not in expect:
+        return []  # a healthy run: no finding
+    return [dominant_top(expect, device_truth)]
 
 
 def disturbance(scenario, truth):
@@ -255,13 +268,16 @@ def compare(name, scenario, truth, report, events_by_pid):
         findings = rp["findings"]
         top = findings[0] if findings else None
         top_text = "%s (%s, %s)" % (top["id"], top["cause"], ms(top["idle_ns"])) if top else "no finding"
-        want_cause, want_id = wanted[0] if wanted else (None, None)
-        want_text = "no finding" if healthy else "%s%s" % (want_cause, " / " + want_id if want_id else "")
+        allowed = wanted[0] if wanted else []
+        want_text = "no finding" if healthy else " or ".join(
+            "%s%s" % (cause, " / " + fid if fid else "") for cause, fid in allowed)
+        top_ok = top is not None and any(
+            top["cause"] == cause and (not fid or top["id"] == fid) for cause, fid in allowed)
         lines.append("  %-28s %-16s %s; expected %s" % (label, "top finding", top_text, want_text))
         if healthy:
             if findings:
                 top_failures.append("%s: a healthy run got findings: %s" % (label, [f["id"] for f in findings]))
-        elif top is None or top["cause"] != want_cause or (want_id and top["id"] != want_id):
+        elif not top_ok:
             top_failures.append("%s: top finding %s, expected %s (all: %s)" % (
                 label, top_text, want_text, [(f["id"], f["idle_ns"]) for f in findings]))
     if healthy and report["findings"]:

@@ -273,47 +273,165 @@ TEST_CASE("mid-run stalls far longer than the typical long gap are compile / war
   }
 }
 
-TEST_CASE("a long start-up alone is a warmup finding, a short one is not") {
+std::vector<std::string> noteIds(const ProcessAnalysis& p) {
+  std::vector<std::string> out;
+  for (const Finding& f : p.notes) out.push_back(f.id);
+  return out;
+}
+
+TEST_CASE("a long start-up explains no idle time: a note, never a finding") {
   constexpr uint64_t kS = 1'000'000'000;
   ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 1 * kMs));
   p.devices.front().leading_ns = 12 * kS;  // 12 s of start-up before a 100 ms window
   diagnose(p, AnalysisOptions{});
-  REQUIRE(ids(p) == std::vector<std::string>{kFindingWarmup});
-  CHECK(p.findings[0].idle_ns == 0);
-  CHECK(number(p.findings[0], "leading_ns") == 12 * kS);
-  CHECK(verdict(p) == "GPU idle 1.0% of the time; no cause of idle time passes its threshold, but see the findings");
+  CHECK(p.findings.empty());
+  REQUIRE(noteIds(p) == std::vector<std::string>{kFindingWarmup});
+  CHECK(p.notes[0].idle_ns == 0);
+  CHECK(number(p.notes[0], "leading_ns") == 12 * kS);
+  CHECK(verdict(p) == "GPU idle 1.0% of the time; no cause of idle time passes its threshold, but see the notes");
 
   p.devices.front().leading_ns = 9 * kS;  // imports and CUDA start-up take seconds: ordinary
   diagnose(p, AnalysisOptions{});
   CHECK(p.findings.empty());
+  CHECK(p.notes.empty());
 
   DeviceAnalysis& d = p.devices.front();  // 20 s before a 100 s window: 17 %
   d.leading_ns = 20 * kS;
   d.window_end_ns = d.window_start_ns + 100 * kS;
   d.busy_ns = 100 * kS - d.idle_ns;
   diagnose(p, AnalysisOptions{});
-  CHECK(p.findings.empty());
+  CHECK(p.notes.empty());
   d.leading_ns = 40 * kS;  // 29 %
   diagnose(p, AnalysisOptions{});
-  CHECK(ids(p) == std::vector<std::string>{kFindingWarmup});
+  CHECK(p.findings.empty());
+  CHECK(noteIds(p) == std::vector<std::string>{kFindingWarmup});
 }
 
-TEST_CASE("NCCL that does not overlap compute is a finding even without NCCL host idle") {
+TEST_CASE("NCCL with no idle in its host calls is a note, however exposed its kernels are") {
   ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 1 * kMs));
   p.nccl.comm_ns = 40 * kMs;
   p.nccl.comm_share_of_busy = 0.4;
   p.nccl.compute_comm_overlap = 0.1;
   diagnose(p, AnalysisOptions{});
-  REQUIRE(ids(p) == std::vector<std::string>{kFindingNccl});
-  CHECK(number(p.findings[0], "comm_share_of_busy_fraction") == Approx(0.4));
+  CHECK(p.findings.empty());  // 0 ns of nccl_host idle: nothing for a finding to explain
+  REQUIRE(noteIds(p) == std::vector<std::string>{kFindingNccl});
+  CHECK(p.notes[0].idle_ns == 0);
+  CHECK(number(p.notes[0], "comm_share_of_busy_fraction") == Approx(0.4));
 
   p.nccl.compute_comm_overlap = 0.8;  // hidden behind compute: fine
   diagnose(p, AnalysisOptions{});
-  CHECK(p.findings.empty());
+  CHECK(p.notes.empty());
   p.nccl.compute_comm_overlap = 0.1;
   p.nccl.comm_share_of_busy = 0.2;  // a small share: fine
   diagnose(p, AnalysisOptions{});
-  CHECK(p.findings.empty());
+  CHECK(p.notes.empty());
+
+  // With idle in NCCL host calls it is a finding, and not also a note.
+  ProcessAnalysis q = processWith(only(IdleCause::kNcclHost, 20 * kMs));
+  q.nccl = p.nccl;
+  q.nccl.comm_share_of_busy = 0.4;
+  diagnose(q, AnalysisOptions{});
+  CHECK(ids(q) == std::vector<std::string>{kFindingNccl});
+  CHECK(q.notes.empty());
+}
+
+TEST_CASE("no finding explains no idle time, or idle under the threshold") {
+  // Every cause, each under the threshold and over it, with exposed NCCL and a long start-up
+  // beside it: those two are notes, and only idle over the threshold makes a finding.
+  for (uint64_t ns : {2 * kMs, 20 * kMs}) {
+    for (std::size_t c = 0; c < kIdleCauseCount; ++c) {
+      ProcessAnalysis p = processWith(only(static_cast<IdleCause>(c), ns));
+      p.nccl.comm_ns = 40 * kMs;
+      p.nccl.comm_share_of_busy = 0.5;
+      p.nccl.compute_comm_overlap = 0.0;
+      p.devices.front().leading_ns = 60'000 * kMs;
+      diagnose(p, AnalysisOptions{});
+      for (const Finding& f : p.findings) CHECK(f.idle_ns >= 5 * kMs);  // 5 % of the window
+      for (const Finding& f : p.notes) CHECK(f.idle_ns < 5 * kMs);
+    }
+  }
+}
+
+// The after-sync finding's fix is that of the types that drained the queue, the first first.
+TEST_CASE("the after-sync finding gives the fix of the sync types that drained the queue") {
+  struct Case {
+    SyncPointKind kind;
+    const char* named;      // in the title
+    const char* advice;     // a phrase of the fix
+    const char* not_said;   // a phrase of another type's fix that must not appear
+  };
+  const Case cases[] = {
+      {SyncPointKind::kDeviceSync, "device synchronize", "torch.cuda.synchronize() out of the step", "pin"},
+      {SyncPointKind::kStreamSync, "stream synchronize", "read every N steps", "caching allocator"},
+      {SyncPointKind::kEventSync, "event synchronize", "cudaStreamWaitEvent", "caching allocator"},
+      {SyncPointKind::kSyncCopy, "synchronous copy", "pinned memory", "caching allocator"},
+      {SyncPointKind::kPageableAsyncCopy, "pageable", "pin the host buffers", "caching allocator"},
+      {SyncPointKind::kMemset, "memset", "cudaMemsetAsync", "caching allocator"},
+      {SyncPointKind::kAllocFree, "malloc", "caching allocator", ".item()"},
+      {SyncPointKind::kOther, "other", "call sites", "caching allocator"},
+  };
+  for (const Case& c : cases) {
+    INFO("drained by " << syncPointKey(c.kind));
+    ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 30 * kMs), 100);
+    afterSync(p, IdleCause::kHostCpu, 30 * kMs, 30 * kMs, 100, c.kind);
+    diagnose(p, AnalysisOptions{});
+    REQUIRE_FALSE(p.findings.empty());
+    const Finding& f = p.findings[0];
+    REQUIRE(f.id == kFindingSyncPoints);
+    std::string title = f.title;
+    std::transform(title.begin(), title.end(), title.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    CHECK(title.find(c.named) != std::string::npos);
+    CHECK(f.fix.find(c.advice) != std::string::npos);
+    CHECK(f.fix.find(c.not_said) == std::string::npos);
+  }
+}
+
+TEST_CASE("drainers' fixes come in the order of the idle after them") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 40 * kMs), 100);
+  afterSync(p, IdleCause::kHostCpu, 10 * kMs, 10 * kMs, 20, SyncPointKind::kDeviceSync);
+  afterSync(p, IdleCause::kHostCpu, 30 * kMs, 30 * kMs, 80, SyncPointKind::kAllocFree);
+  diagnose(p, AnalysisOptions{});
+  const Finding& f = finding(p, kFindingSyncPoints);
+  CHECK(f.title == "after sync points that drained the queue (mostly malloc / free)");
+  const auto allocator = f.fix.find("caching allocator");
+  const auto device_sync = f.fix.find("torch.cuda.synchronize()");
+  REQUIRE(allocator != std::string::npos);
+  REQUIRE(device_sync != std::string::npos);
+  CHECK(allocator < device_sync);
+}
+
+TEST_CASE("small reads to the host get the advice of reads, larger copies that of pinned memory") {
+  for (const bool reads : {true, false}) {
+    INFO((reads ? "4-byte item() reads" : "64 MiB batches"));
+    ProcessAnalysis p = processWith(only(IdleCause::kSyncCopy, 30 * kMs), 100);
+    SyncTypeStats& s = p.sync_points[static_cast<std::size_t>(SyncPointKind::kPageableAsyncCopy)];
+    s.count = 100;
+    s.total_ns = 40 * kMs;
+    s.small_reads = reads ? 100 : 0;
+    diagnose(p, AnalysisOptions{});
+    REQUIRE(ids(p) == std::vector<std::string>{kFindingPageableCopies});
+    const Finding& f = p.findings[0];
+    CHECK((f.fix.find(".item()") != std::string::npos) == reads);
+    CHECK((f.fix.find("pin the host buffers") != std::string::npos) == !reads);
+    CHECK((f.title.find(".item()") != std::string::npos) == reads);
+  }
+}
+
+TEST_CASE("idle in cudaMalloc / cudaFree after the syncs they made is the allocator's finding") {
+  // The caching allocator turned off: each free drains the queue, and the host then spends the
+  // gap inside the next frees and mallocs (cuda_api), with a little Python between them.
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  causes[at(IdleCause::kCudaApi)] = 55 * kMs;
+  causes[at(IdleCause::kHostCpu)] = 200 * kUs;
+  ProcessAnalysis p = processWith(causes, 20);
+  afterSync(p, IdleCause::kCudaApi, 55 * kMs, 55 * kMs, 20, SyncPointKind::kAllocFree);
+  afterSync(p, IdleCause::kHostCpu, 200 * kUs, 200 * kUs, 0, SyncPointKind::kAllocFree);
+  diagnose(p, AnalysisOptions{});
+  REQUIRE(ids(p) == std::vector<std::string>{kFindingCudaApi});
+  CHECK(p.findings[0].title == "in CUDA API calls (cudaMalloc / cudaFree)");
+  CHECK(p.findings[0].fix.find("caching allocator") != std::string::npos);
+  CHECK(p.findings[0].fix.find(".item()") == std::string::npos);
+  CHECK(verdict(p).find("cudaMalloc") != std::string::npos);
 }
 
 TEST_CASE("every finding carries numbers beside it and a fix") {
