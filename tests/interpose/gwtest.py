@@ -31,6 +31,9 @@ def gapwatch_env(mode, output=None, extra=None):
     return env
 
 
+# Timeouts here and in the tests only bound a run that hangs: every run they bound takes at most a
+# few seconds on this kind of machine (the longest scenario about 1 s, the SIGKILL test's job is
+# killed within 0.5 s of its start), so they leave a margin of 20x or more for a slower, busier one.
 def run(cmd, env, timeout=120, cwd=None):
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 

@@ -122,11 +122,12 @@ class Robustness(unittest.TestCase):
             self.assertEqual(len(glob.glob(os.path.join(d, "*.gwt"))), 1)  # the parent's only
             self.assertEqual(len(self.gapwatch_lines(r.stderr)), 1, r.stderr)
 
-    # About 4 s of training steps: long enough to be killed in the middle.
+    # At least 30 s of training steps (15 ms of host sleep each): it is killed as soon as its
+    # recording has a batch in it, long before it could end.
     LONG_RUN = {
         "format": 1, "name": "long-run", "description": "a job to kill mid-run", "seed": 1,
         "kernels": {"step_kernel": {"duration_us": 200}},
-        "steps": {"count": 200, "threads": [{"name": "main", "ops": [
+        "steps": {"count": 2000, "threads": [{"name": "main", "ops": [
             {"host": "data", "duration_us": 15000}, {"kernel": "step_kernel", "count": 20}, {"sync": "device"}]}]},
     }
 
@@ -139,7 +140,15 @@ class Robustness(unittest.TestCase):
             env = gwtest.gapwatch_env("preload", out)
             p = subprocess.Popen([gwtest.SIM, long_run, "--quiet"], env=env, cwd=d,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(1.0)
+            # Timing: the kill waits for the recording to hold more than its Hello (the flusher
+            # writes a batch every 50 ms once events arrive), however slow the start; the job runs
+            # 30 s or more of host sleeps, so only a start 30 s slow could see it end first, and
+            # the 120 s deadline only bounds a broken run.
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and p.poll() is None:
+                if os.path.exists(out) and os.path.getsize(out) > 4096:
+                    break
+                time.sleep(0.05)
             self.assertIsNone(p.poll(), "the job ended before it could be killed")
             p.send_signal(signal.SIGKILL)
             p.communicate()

@@ -218,7 +218,10 @@ TEST_CASE("activity records carry the real kinds and fields, in CLOCK_REALTIME b
       CHECK(k->end - k->start == 200000);
       CHECK(std::string(k->name) == "_Z8cupti_k1Pf");
       CHECK(k->streamId >= 13);
-      // CUPTI's default host clock on Linux is CLOCK_REALTIME.
+      // CUPTI's default host clock on Linux is CLOCK_REALTIME. Timing: the kernel ended before
+      // the stream sync returned, and realtime_now was read right after, so only the 5 s bound
+      // depends on speed: a machine would have to take 5 s between a sync's return and the next
+      // line (a CLOCK_MONOTONIC record would be ~10^9 s off instead).
       CHECK(k->end <= realtime_now + 1000000);
       CHECK(k->end + 5000000000ull > realtime_now);
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
@@ -253,6 +256,8 @@ TEST_CASE("records reach the client only when flushed or when a buffer fills", "
   records();
   REQUIRE(simtest::launch(kernel(), 1000) == cudaSuccess);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  // Timing: no flush period is set, so nothing delivers a partial buffer by time; the pause only
+  // gives a wrong delivery the chance to show. A slower machine cannot make records appear.
   struct timespec pause{0, 20000000};
   nanosleep(&pause, nullptr);
   CHECK(records().empty());  // finished, but in CUPTI's buffer until a flush
@@ -292,7 +297,7 @@ TEST_CASE("with a timestamp callback, records are in the callback's clock", "[cu
   uint64_t ts = 0;
   REQUIRE(cuptiGetTimestamp(&ts) == CUPTI_SUCCESS);
   CHECK(ts >= after);
-  CHECK(ts < after + 1000000000ull);
+  CHECK(ts < after + 1000000000ull);  // a flush and a loop over a few records: far under 1 s anywhere
 }
 
 TEST_CASE("after cuptiFinalize nothing is delivered and a new subscriber is accepted", "[cupti]") {
