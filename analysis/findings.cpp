@@ -1,0 +1,361 @@
+// analysis/findings.cpp: see findings.h.
+#include "analysis/findings.h"
+
+#include "analysis/diagnosis_numbers.h"
+#include "analysis/quantity_text.h"
+#include "analysis/sync_advice.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gapwatch::analysis::findings {
+namespace {
+
+using namespace diagnosis_numbers;
+
+// Collects a finding's evidence: each entry printed for people and, where it is a number, keyed
+// for scripts.
+class FindingBuilder {
+ public:
+  FindingBuilder(const char* id, std::string title, uint64_t idle_ns, const IdleExplanation& x) {
+    finding_.id = id;
+    finding_.title = std::move(title);
+    finding_.idle_ns = idle_ns;
+    finding_.idle_share = ratio(static_cast<double>(idle_ns), static_cast<double>(x.idle_ns));
+    const double window_share = ratio(static_cast<double>(idle_ns), static_cast<double>(x.window_ns));
+    if (idle_ns > 0) {
+      evidence("idle explained", formatDuration(idle_ns) + " = " + formatWholePercent(finding_.idle_share) +
+                                     " of idle, " + formatPercent(window_share) + " of the window");
+    }
+    number("window_fraction", window_share);
+  }
+  void evidence(std::string name, std::string value) {
+    finding_.evidence.emplace_back(std::move(name), std::move(value));
+  }
+  void number(std::string key, double value) { finding_.numbers.emplace_back(std::move(key), value); }
+  void fix(std::string text) { finding_.fix = std::move(text); }
+  Finding take() { return std::move(finding_); }
+
+ private:
+  Finding finding_;
+};
+
+std::string shareOfIdle(uint64_t ns, const IdleExplanation& x) {
+  return formatDuration(ns) + " = " + formatPercent(ratio(static_cast<double>(ns), static_cast<double>(x.idle_ns))) +
+         " of idle";
+}
+
+std::array<uint64_t, kIdleCauseCount> idleByCause(const ProcessAnalysis& p) {
+  std::array<uint64_t, kIdleCauseCount> sum{};
+  for (const DeviceAnalysis& d : p.devices) {
+    for (std::size_t c = 0; c < kIdleCauseCount; ++c) sum[c] += d.idle_by_cause_ns[c];
+  }
+  return sum;
+}
+
+GapHistogram::Bucket gapsInBuckets(const ProcessAnalysis& p, std::size_t first, std::size_t end) {
+  GapHistogram::Bucket total;
+  for (const DeviceAnalysis& d : p.devices) {
+    for (std::size_t b = first; b < end && b < GapHistogram::kBucketCount; ++b) {
+      total.count += d.gaps.bucket(b).count;
+      total.total_ns += d.gaps.bucket(b).total_ns;
+    }
+  }
+  return total;
+}
+
+uint64_t deviceCopies(const ProcessAnalysis& p) {
+  uint64_t n = 0;
+  for (const DeviceAnalysis& d : p.devices) n += d.memcpys;
+  return n;
+}
+
+uint64_t deviceKernels(const ProcessAnalysis& p) {
+  uint64_t n = 0;
+  for (const DeviceAnalysis& d : p.devices) n += d.kernels;
+  return n;
+}
+
+void addStepEvidence(FindingBuilder& f, const ProcessAnalysis& p) {
+  if (p.steps.steps == 0) return;
+  f.evidence("steps", formatCount(p.steps.steps) + ", median " + formatDuration(p.steps.median_ns) + ", " +
+                          formatPercent(p.steps.median_idle_fraction) + " of it idle");
+  f.number("steps", static_cast<double>(p.steps.steps));
+  f.number("step_median_ns", static_cast<double>(p.steps.median_ns));
+  f.number("step_median_idle_fraction", p.steps.median_idle_fraction);
+}
+
+void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_idle_after) {
+  std::string text = formatCount(s.count) + (s.count == 1 ? " call, " : " calls, ") + formatDuration(s.total_ns) +
+                     " blocked, p50 " + formatDuration(s.p50_ns);
+  if (with_idle_after) text += ", " + formatDuration(s.idle_after_ns) + " idle after";
+  f.evidence(std::string(syncPointName(s.kind)), text);
+  const std::string key = syncPointKey(s.kind);
+  f.number(key + "_calls", static_cast<double>(s.count));
+  f.number(key + "_blocked_ns", static_cast<double>(s.total_ns));
+  if (with_idle_after) f.number(key + "_idle_after_ns", static_cast<double>(s.idle_after_ns));
+}
+
+}  // namespace
+
+Finding dataPipeline(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o) {
+  const auto causes = idleByCause(p);
+  FindingBuilder f(kFindingDataPipeline, "waiting on the data pipeline (host CPU)", x.data_pipeline_ns, x);
+  f.evidence("host CPU idle", shareOfIdle(causes[kHostCpu], x) + ", the launching thread outside any CUDA call for " +
+                                  formatDuration(o.launch_threshold_ns) + " or longer");
+  f.number("host_cpu_idle_ns", static_cast<double>(causes[kHostCpu]));
+  const uint64_t elsewhere = causes[kHostCpu] - std::min(causes[kHostCpu], x.data_pipeline_ns);
+  if (elsewhere * 100 >= causes[kHostCpu]) {  // worth a line from 1 % of it on
+    f.evidence("explained elsewhere", formatDuration(elsewhere) + " of it by stalls or sync points (their findings)");
+  }
+  const GapHistogram::Bucket long_gaps = gapsInBuckets(p, kFirstLongBucket, GapHistogram::kBucketCount);
+  if (long_gaps.count > 0) {
+    std::string text = formatCount(long_gaps.count) + ", " + formatDuration(long_gaps.total_ns) + " in all";
+    if (p.devices.size() == 1) {
+      const std::size_t median = medianBucket(p.devices.front().gaps, kFirstLongBucket);
+      if (median < GapHistogram::kBucketCount) text += ", typical " + bucketRangeText(median);
+    }
+    f.evidence("gaps of 1 ms or more", text);
+    f.number("long_gaps", static_cast<double>(long_gaps.count));
+    f.number("long_gaps_ns", static_cast<double>(long_gaps.total_ns));
+  }
+  addStepEvidence(f, p);
+  f.fix("Have batches ready before the GPU needs them: pre-tokenize / preprocess offline; "
+        "DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=2 or more, pin_memory=True); "
+        "keep per-step Python work (logging, metrics) off the training thread.");
+  return f.take();
+}
+
+Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x) {
+  // The copy types in the order of their blocked time: the fix of the one that blocked longest
+  // comes first. Reads of a value (.item()) block as long as a pageable copy of data does, but
+  // pinning memory would not help them: the title and the fix say which the copies are.
+  std::vector<const SyncTypeStats*> copies_by_time;
+  uint64_t blocking_copies = 0, small_reads = 0;
+  for (SyncPointKind kind : {SyncPointKind::kPageableAsyncCopy, SyncPointKind::kSyncCopy, SyncPointKind::kMemset}) {
+    const SyncTypeStats* s = syncStats(p, kind);
+    if (!s || s->count == 0) continue;
+    copies_by_time.push_back(s);
+    blocking_copies += s->count;
+    small_reads += s->small_reads;
+  }
+  std::stable_sort(copies_by_time.begin(), copies_by_time.end(),
+                   [](const SyncTypeStats* a, const SyncTypeStats* b) { return a->total_ns > b->total_ns; });
+  const bool reads = blocking_copies > 0 && small_reads * 2 >= blocking_copies;
+  FindingBuilder f(kFindingPageableCopies,
+                   reads ? "in blocking reads of values to the host (.item()-like copies)"
+                         : "in blocking copies (pageable memory, many small copies)",
+                   x.pageable_copies_ns, x);
+  f.evidence("idle in blocking copies", shareOfIdle(x.pageable_copies_ns, x) +
+                                            ", the launching thread inside a copy or memset that blocked");
+  f.number("sync_copy_idle_ns", static_cast<double>(x.pageable_copies_ns));
+  for (const SyncTypeStats* s : copies_by_time) addSyncTypeEvidence(f, *s, false);
+  if (small_reads > 0) {
+    f.evidence("small reads", formatCount(small_reads) + " of " + formatCount(blocking_copies) +
+                                  " blocking copies were to the host and at most 64 KiB");
+    f.number("small_reads", static_cast<double>(small_reads));
+  }
+  const uint64_t copies = deviceCopies(p);
+  std::string text = formatCount(copies);
+  if (p.steps.steps > 0) text += ", " + formatCount(copies / p.steps.steps) + " per step";
+  f.evidence("copies on the device", text);
+  f.number("device_copies", static_cast<double>(copies));
+  std::string fix = syncAdviceInOrder(copies_by_time);
+  if (!reads) fix += " Gather many small tensors into one buffer and copy it once.";
+  f.fix(fix.empty() ? "Copy from pinned memory: DataLoader(pin_memory=True) and tensor.to(device, non_blocking=True)."
+                    : fix);
+  return f.take();
+}
+
+Finding launchOverhead(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o) {
+  const LaunchStats& l = p.launches;
+  FindingBuilder f(kFindingLaunchOverhead, "in kernel launch overhead (tiny kernels)", x.launch_overhead_ns, x);
+  f.evidence("launch overhead idle", shareOfIdle(x.launch_overhead_ns, x) + ", in gaps shorter than " +
+                                         formatDuration(o.launch_threshold_ns) + " while the host launched");
+  f.number("launch_overhead_idle_ns", static_cast<double>(x.launch_overhead_ns));
+  // The buckets that start below the launch threshold hold the gaps it calls launch overhead.
+  std::size_t end = 0;
+  while (end < GapHistogram::kBucketCount && GapHistogram::lowerNs(end) < o.launch_threshold_ns) ++end;
+  const GapHistogram::Bucket short_gaps = gapsInBuckets(p, 0, end);
+  if (end > 0) {
+    f.evidence("gaps under " + formatDuration(GapHistogram::upperNs(end - 1)),
+               formatCount(short_gaps.count) + ", " + formatDuration(short_gaps.total_ns) + " in all");
+    f.number("short_gaps", static_cast<double>(short_gaps.count));
+    f.number("short_gaps_ns", static_cast<double>(short_gaps.total_ns));
+  }
+  const uint64_t kernels = deviceKernels(p);
+  f.evidence("kernels under 20 us", formatCount(l.kernels_under_20us) + " of " + formatCount(kernels) + " (" +
+                                        formatPercent(ratio(static_cast<double>(l.kernels_under_20us),
+                                                            static_cast<double>(kernels))) +
+                                        ")");
+  f.number("kernels_under_20us", static_cast<double>(l.kernels_under_20us));
+  f.number("kernels", static_cast<double>(kernels));
+  f.evidence("short kernels (HTA)", formatCount(l.short_kernels) + " ran shorter than their launch call");
+  f.number("short_kernels", static_cast<double>(l.short_kernels));
+  f.evidence("launch call", "p50 " + formatDuration(l.api_p50_ns) + ", " +
+                                formatCount(static_cast<uint64_t>(std::llround(l.launches_per_second))) +
+                                " launches per second");
+  f.number("launch_api_p50_ns", static_cast<double>(l.api_p50_ns));
+  f.number("launches_per_second", l.launches_per_second);
+  if (l.host_launch_gaps.count() > 0) {
+    const std::size_t median = medianBucket(l.host_launch_gaps, 0);
+    f.evidence("host time between launches", "median " + bucketRangeText(median));
+  }
+  f.fix("Launch fewer, larger kernels: torch.compile(mode=\"reduce-overhead\") or CUDA Graphs replay a step "
+        "with one launch; fuse small ops; a larger micro-batch makes each kernel outlast its launch.");
+  return f.take();
+}
+
+Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
+  // The types that drained the queue, by the idle that followed them: the title names the first,
+  // and the fix is theirs, in that order.
+  std::vector<const SyncTypeStats*> drainers;
+  uint64_t sync_calls = 0;
+  for (const SyncTypeStats& s : p.sync_points) {
+    sync_calls += s.count;
+    if (s.idle_after_ns > 0) drainers.push_back(&s);
+  }
+  std::stable_sort(drainers.begin(), drainers.end(),
+                   [](const SyncTypeStats* a, const SyncTypeStats* b) { return a->idle_after_ns > b->idle_after_ns; });
+  if (drainers.size() > 3) drainers.resize(3);
+  std::string title = "after sync points that drained the queue";
+  if (!drainers.empty()) title += " (mostly " + std::string(syncPointName(drainers.front()->kind)) + ")";
+  FindingBuilder f(kFindingSyncPoints, title, x.sync_points_ns, x);
+  uint64_t after_sync_gaps = 0;
+  for (const DeviceAnalysis& d : p.devices) after_sync_gaps += d.after_sync_gaps;
+  std::string text = shareOfIdle(x.after_sync_ns, x) + ", in gaps that began when a sync returned";
+  if (after_sync_gaps > 0) text += " (" + formatCount(after_sync_gaps) + " gaps)";
+  f.evidence("idle after syncs", text);
+  f.number("after_sync_idle_ns", static_cast<double>(x.after_sync_ns));
+  f.number("after_sync_gaps", static_cast<double>(after_sync_gaps));
+  f.evidence("hideable", formatDuration(x.sync_points_ns) +
+                             " of the host's time in those gaps: it had waited at least as long in the sync" +
+                             (x.after_sync_estimated ? " (estimated from the gap histogram)" : ""));
+  f.number("hideable_ns", static_cast<double>(x.sync_points_ns));
+  for (const SyncTypeStats* s : drainers) addSyncTypeEvidence(f, *s, true);
+  // The type that blocked longest, when it is not a drainer: item() is a pageable copy that waits
+  // for the queue, then a stream sync that finds it empty and is named the drainer.
+  const SyncTypeStats* longest = nullptr;
+  for (const SyncTypeStats& s : p.sync_points) {
+    if (s.total_ns > 0 && (!longest || s.total_ns > longest->total_ns)) longest = &s;
+  }
+  std::vector<const SyncTypeStats*> advised = drainers;
+  if (longest && std::find(drainers.begin(), drainers.end(), longest) == drainers.end()) {
+    addSyncTypeEvidence(f, *longest, false);
+    advised.push_back(longest);
+  }
+  f.number("sync_points", static_cast<double>(sync_calls));
+  if (p.steps.steps > 0) {
+    char per_step[32];
+    std::snprintf(per_step, sizeof per_step, "%.1f", static_cast<double>(sync_calls) / static_cast<double>(p.steps.steps));
+    f.evidence("sync points per step", per_step);
+    f.number("sync_points_per_step", static_cast<double>(sync_calls) / static_cast<double>(p.steps.steps));
+  }
+  // Without a drainer (estimated split) there is no type to follow: the general advice.
+  f.fix(advised.empty() ? "Take sync points out of the step: read values every N steps, copy with "
+                          "non_blocking=True from pinned memory."
+                        : syncAdviceInOrder(advised));
+  return f.take();
+}
+
+Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_only) {
+  const NcclStats& n = p.nccl;
+  FindingBuilder f(kFindingNccl,
+                   exposure_only ? "in NCCL communication that does not overlap compute" : "in NCCL communication calls",
+                   x.nccl_ns, x);
+  f.evidence("idle in NCCL host calls", shareOfIdle(x.nccl_ns, x));
+  f.number("nccl_host_idle_ns", static_cast<double>(x.nccl_ns));
+  std::vector<const NcclTypeStats*> types;
+  for (const NcclTypeStats& t : n.by_type) {
+    if (t.calls > 0 || t.kernels > 0) types.push_back(&t);
+  }
+  std::sort(types.begin(), types.end(),
+            [](const NcclTypeStats* a, const NcclTypeStats* b) { return a->host_ns > b->host_ns; });
+  if (types.size() > 2) types.resize(2);
+  for (const NcclTypeStats* t : types) {
+    f.evidence(t->op, formatCount(t->calls) + " calls, " + formatCount(t->bytes) + " bytes, host " +
+                          formatDuration(t->host_ns) + ", device " + formatDuration(t->device_ns));
+    f.number(t->op + "_calls", static_cast<double>(t->calls));
+    f.number(t->op + "_host_ns", static_cast<double>(t->host_ns));
+  }
+  f.evidence("communication share of busy", formatPercent(n.comm_share_of_busy));
+  f.number("comm_share_of_busy_fraction", n.comm_share_of_busy);
+  f.evidence("compute-communication overlap", formatPercent(n.compute_comm_overlap));
+  f.number("compute_comm_overlap_fraction", n.compute_comm_overlap);
+  f.fix("Fewer, larger collectives that overlap compute: a larger per-GPU batch, DDP gradient bucketing "
+        "(bucket_cap_mb), model.no_sync() during gradient accumulation.");
+  return f.take();
+}
+
+Finding warmup(const IdleExplanation& x) {
+  const bool stalls = !x.stalls.empty();
+  FindingBuilder f(kFindingWarmup,
+                   stalls ? "in compile / warm-up stalls" : "in a long start-up before the first GPU work (compile, warm-up)",
+                   x.warmup_ns, x);
+  if (stalls) {
+    std::string lengths;
+    uint64_t total = 0;
+    for (const IdleGap& gap : x.stalls) {
+      lengths += (lengths.empty() ? "" : ", ") + formatDuration(gapLength(gap));
+      total += gapLength(gap);
+    }
+    f.evidence("stalls", formatCount(x.stalls.size()) + (x.stalls.size() == 1 ? " gap: " : " gaps: ") + lengths);
+    f.number("stalls", static_cast<double>(x.stalls.size()));
+    f.number("stall_ns", static_cast<double>(total));
+    f.evidence("typical long gap", "up to " + formatDuration(x.typical_long_gap_ns) + "; a stall is " +
+                                       formatDuration(x.stall_limit_ns) + " or longer");
+    f.number("typical_long_gap_ns", static_cast<double>(x.typical_long_gap_ns));
+    f.number("stall_limit_ns", static_cast<double>(x.stall_limit_ns));
+  }
+  if (x.leading_ns > 0) {
+    f.evidence("start-up", formatDuration(x.leading_ns) + " from process start to the first GPU work (" +
+                               formatPercent(ratio(static_cast<double>(x.leading_ns),
+                                                   static_cast<double>(x.leading_ns + x.window_ns))) +
+                               " of the run; not counted as idle)");
+  }
+  f.number("leading_ns", static_cast<double>(x.leading_ns));
+  f.fix("Warm up before timing and keep shapes fixed: compile before the timed loop; pad or bucket sequence "
+        "lengths so torch.compile does not recompile on new shapes (or mark the dimension dynamic).");
+  return f.take();
+}
+
+Finding cudaApi(const ProcessAnalysis& p, const IdleExplanation& x) {
+  // malloc and free are the CUDA calls that most often sit in a step; when the run made any, the
+  // finding is theirs and so is the fix. Otherwise the calls are the rest of the API.
+  const SyncTypeStats* alloc = syncStats(p, SyncPointKind::kAllocFree);
+  const bool allocations = alloc && alloc->count > 0;
+  FindingBuilder f(kFindingCudaApi,
+                   allocations ? "in CUDA API calls (cudaMalloc / cudaFree)" : "in CUDA API calls (not launches or copies)",
+                   x.cuda_api_ns, x);
+  f.evidence("idle in other CUDA calls", shareOfIdle(x.cuda_api_ns, x) +
+                                             ", the launching thread in a call that is not a launch or copy");
+  f.number("cuda_api_idle_ns", static_cast<double>(x.cuda_api_ns));
+  if (allocations) addSyncTypeEvidence(f, *alloc, true);
+  f.fix(allocations ? syncAdvice(*alloc)
+                    : "Keep CUDA calls that are neither launches nor copies out of the step: create streams, events "
+                      "and graphs once, and load modules (compile kernels) before the loop.");
+  return f.take();
+}
+
+Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x) {
+  FindingBuilder f(kFindingDependency, "waiting on another stream, event or rank", x.dependency_ns, x);
+  f.evidence("idle waiting on a dependency",
+             shareOfIdle(x.dependency_ns, x) + ": the next work was queued before the gap began");
+  f.number("dependency_idle_ns", static_cast<double>(x.dependency_ns));
+  uint64_t other = 0;
+  for (const DeviceAnalysis& d : p.devices) {
+    for (const StreamIdle& s : d.streams) other += s.other_ns;
+  }
+  f.evidence("HTA \"other\" idle, summed over streams", formatDuration(other));
+  f.number("hta_other_ns", static_cast<double>(other));
+  f.fix("Start what the step waits for earlier: prefetch the next batch on a side stream, record its event "
+        "as soon as it is queued; avoid cross-stream waits and host round trips inside the step.");
+  return f.take();
+}
+
+}  // namespace gapwatch::analysis::findings

@@ -1,0 +1,22 @@
+// analysis/findings.h: each finding's evidence and fix, built from the numbers of one process
+// and the split of its idle time (IdleExplanation). The diagnosis (diagnosis.h) decides which
+// findings a process gets; these say what each one shows and what to change, a fix that follows
+// from the finding's own evidence (docs/analysis.md, "A fix that follows from the evidence").
+// Internal to analysis/.
+#pragma once
+
+#include "analysis/diagnosis.h"
+
+namespace gapwatch::analysis::findings {
+
+Finding dataPipeline(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o);
+Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x);
+Finding launchOverhead(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o);
+Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x);
+// exposure_only: no NCCL host idle passed the threshold; the kernels' share of busy time did.
+Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_only);
+Finding warmup(const IdleExplanation& x);
+Finding cudaApi(const ProcessAnalysis& p, const IdleExplanation& x);
+Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x);
+
+}  // namespace gapwatch::analysis::findings
