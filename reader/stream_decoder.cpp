@@ -2,6 +2,8 @@
 #include "reader/stream_decoder.h"
 
 #include <gapwatch/recording_format.h>
+#include <gapwatch/wire_primitives.h>
+#include <gapwatch/wire_schema.h>
 
 #include <bit>
 #include <cstring>
@@ -142,7 +144,7 @@ inline bool readVarintFields(const uint8_t* p, const uint8_t* end, const uint8_t
   return true;
 }
 
-inline int64_t zigZag(uint64_t n) { return static_cast<int64_t>((n >> 1) ^ (~(n & 1) + 1)); }
+inline int64_t zigZag(uint64_t n) { return wire::zigZagDecode(n); }
 inline uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 inline int32_t i32(uint64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
 template <typename Enum>
@@ -150,19 +152,48 @@ Enum enumValue(uint64_t v) {  // an open enum keeps any 32-bit value, as libprot
   return static_cast<Enum>(i32(v));
 }
 
-// Frame and EventBatch field tags.
-constexpr uint32_t kFrameBatchTag = (2 << 3) | 2;
-constexpr uint32_t kSequenceTag = (1 << 3) | 0;
-constexpr uint32_t kBaseTimeTag = (2 << 3) | 0;
-constexpr uint32_t kStringsTag = (3 << 3) | 2;
-constexpr uint32_t kApiCallsTag = (4 << 3) | 2;
-constexpr uint32_t kActivitiesTag = (5 << 3) | 2;
-constexpr uint32_t kNcclCallsTag = (6 << 3) | 2;
-constexpr uint32_t kMarkersTag = (7 << 3) | 2;
-constexpr uint32_t kDropsTag = (8 << 3) | 2;
+// The fast path's view of the schema, all from <gapwatch/wire_schema.h>: a field renumbered in a
+// .proto changes these, and a field removed or renamed stops this file compiling.
+namespace batch = wire::EventBatch;
+constexpr uint32_t kFrameBatchTag = wire::tag(wire::Frame::kBatchField);
+constexpr uint32_t kSequenceTag = wire::tag(batch::kSequenceField);
+constexpr uint32_t kBaseTimeTag = wire::tag(batch::kBaseTimeNsField);
+constexpr uint32_t kStringsTag = wire::tag(batch::kStringsField);
+constexpr uint32_t kApiCallsTag = wire::tag(batch::kApiCallsField);
+constexpr uint32_t kActivitiesTag = wire::tag(batch::kActivitiesField);
+constexpr uint32_t kNcclCallsTag = wire::tag(batch::kNcclCallsField);
+constexpr uint32_t kMarkersTag = wire::tag(batch::kMarkersField);
+constexpr uint32_t kDropsTag = wire::tag(batch::kDropsField);
+constexpr uint32_t kStringIdTag = wire::tag(wire::StringDef::kIdField);
+constexpr uint32_t kStringKindTag = wire::tag(wire::StringDef::kKindField);
+constexpr uint32_t kStringTextTag = wire::tag(wire::StringDef::kTextField);
 
-// StringDef: id = 1, kind = 2, text = 3 (a proto3 string: libprotobuf checks it is UTF-8; the
-// fast path takes only ASCII, which is, and leaves any other byte to libprotobuf).
+// What the code below assumes of the schema, checked where the compiler can: every field of the
+// event messages is a varint (readVarintFields takes nothing else), the tags fit the one or two
+// bytes readTag reads, and the switches name every field (a new field must be added here, or the
+// fast path would leave every batch that carries it to libprotobuf).
+template <std::size_t N>
+constexpr bool allSingularVarints(const wire::Field (&fields)[N]) {
+  for (const wire::Field& f : fields)
+    if (f.wire_type != wire::WireType::kVarint || f.repeated) return false;
+  return true;
+}
+static_assert(allSingularVarints(wire::ApiCall::kFields) && allSingularVarints(wire::DeviceActivity::kFields) &&
+                  allSingularVarints(wire::NcclCall::kFields) && allSingularVarints(wire::Marker::kFields) &&
+                  allSingularVarints(wire::DropCounter::kFields),
+              "the fast path reads event messages as varint fields only");
+static_assert(wire::ApiCall::kFieldCount == 17 && wire::DeviceActivity::kFieldCount == 13 &&
+                  wire::NcclCall::kFieldCount == 14 && wire::Marker::kFieldCount == 5 &&
+                  wire::DropCounter::kFieldCount == 3 && wire::StringDef::kFieldCount == 3 &&
+                  wire::EventBatch::kFieldCount == 8,
+              "a field was added to or removed from a batch message: update the fast path's switches");
+static_assert(wire::ApiCall::kMaxFieldNumber < (1u << 11) && wire::EventBatch::kMaxFieldNumber < (1u << 11),
+              "readTag reads tags of at most two bytes");
+static_assert(batch::kSequenceField.wire_type == wire::WireType::kVarint &&
+                  batch::kBaseTimeNsField.wire_type == wire::WireType::kVarint &&
+                  wire::StringDef::kTextField.type == wire::FieldType::kString,
+              "the batch's sequence and base time are varints, a string's text is a string");
+
 bool readStringDef(const uint8_t* p, const uint8_t* end, const uint8_t* load_end, StringDefinition& def) {
   uint64_t id = 0, kind = 0;
   const uint8_t* text = nullptr;
@@ -170,11 +201,11 @@ bool readStringDef(const uint8_t* p, const uint8_t* end, const uint8_t* load_end
   while (p < end) {
     uint32_t tag;
     if (!readTag(p, end, tag)) return false;
-    if (tag == ((1 << 3) | 0)) {
+    if (tag == kStringIdTag) {
       if (!readVarint(p, end, load_end, id)) return false;
-    } else if (tag == ((2 << 3) | 0)) {
+    } else if (tag == kStringKindTag) {
       if (!readVarint(p, end, load_end, kind)) return false;
-    } else if (tag == ((3 << 3) | 2)) {
+    } else if (tag == kStringTextTag) {
       if (!readLength(p, end, text_length)) return false;
       text = p;
       p += text_length;
@@ -246,23 +277,23 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
         uint64_t thread = 0, start_delta = 0, duration = 0, correlation_delta = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.kind = enumValue<v1::ApiKind>(v); return true;
-            case 2: thread = v; return true;
-            case 3: start_delta = v; return true;
-            case 4: duration = v; return true;
-            case 5: correlation_delta = v; return true;
-            case 6: e.stream = v; return true;
-            case 7: e.bytes = v; return true;
-            case 8: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
-            case 9: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 10: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 11: e.blocked = v != 0; return true;
-            case 12: e.return_code = i32(v); return true;
-            case 13: e.api_name_id = u32(v); return true;
-            case 14: e.device = u32(v); return true;
-            case 15: e.call_site_id = u32(v); return true;
-            case 16: e.cbid = u32(v); return true;
-            case 17: e.domain = enumValue<v1::ApiDomain>(v); return true;
+            case wire::ApiCall::kKind: e.kind = enumValue<v1::ApiKind>(v); return true;
+            case wire::ApiCall::kThreadId: thread = v; return true;
+            case wire::ApiCall::kStartDeltaNs: start_delta = v; return true;
+            case wire::ApiCall::kDurationNs: duration = v; return true;
+            case wire::ApiCall::kCorrelationDelta: correlation_delta = v; return true;
+            case wire::ApiCall::kStream: e.stream = v; return true;
+            case wire::ApiCall::kBytes: e.bytes = v; return true;
+            case wire::ApiCall::kCopyKind: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
+            case wire::ApiCall::kSrcMemory: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
+            case wire::ApiCall::kDstMemory: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
+            case wire::ApiCall::kBlocked: e.blocked = v != 0; return true;
+            case wire::ApiCall::kReturnCode: e.return_code = i32(v); return true;
+            case wire::ApiCall::kApiNameId: e.api_name_id = u32(v); return true;
+            case wire::ApiCall::kDevice: e.device = u32(v); return true;
+            case wire::ApiCall::kCallSiteId: e.call_site_id = u32(v); return true;
+            case wire::ApiCall::kCbid: e.cbid = u32(v); return true;
+            case wire::ApiCall::kDomain: e.domain = enumValue<v1::ApiDomain>(v); return true;
             default: return false;
           }
         });
@@ -279,19 +310,19 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
         uint64_t start_delta = 0, duration = 0, correlation_delta = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.kind = enumValue<v1::ActivityKind>(v); return true;
-            case 2: e.device = u32(v); return true;
-            case 3: e.stream = v; return true;
-            case 4: start_delta = v; return true;
-            case 5: duration = v; return true;
-            case 6: correlation_delta = v; return true;
-            case 7: e.name_id = u32(v); return true;
-            case 8: e.bytes = v; return true;
-            case 9: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
-            case 10: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 11: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 12: e.graph_id = u32(v); return true;
-            case 13: e.sync_kind = enumValue<v1::SyncKind>(v); return true;
+            case wire::DeviceActivity::kKind: e.kind = enumValue<v1::ActivityKind>(v); return true;
+            case wire::DeviceActivity::kDevice: e.device = u32(v); return true;
+            case wire::DeviceActivity::kStream: e.stream = v; return true;
+            case wire::DeviceActivity::kStartDeltaNs: start_delta = v; return true;
+            case wire::DeviceActivity::kDurationNs: duration = v; return true;
+            case wire::DeviceActivity::kCorrelationDelta: correlation_delta = v; return true;
+            case wire::DeviceActivity::kNameId: e.name_id = u32(v); return true;
+            case wire::DeviceActivity::kBytes: e.bytes = v; return true;
+            case wire::DeviceActivity::kCopyKind: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
+            case wire::DeviceActivity::kSrcMemory: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
+            case wire::DeviceActivity::kDstMemory: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
+            case wire::DeviceActivity::kGraphId: e.graph_id = u32(v); return true;
+            case wire::DeviceActivity::kSyncKind: e.sync_kind = enumValue<v1::SyncKind>(v); return true;
             default: return false;
           }
         });
@@ -307,20 +338,20 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
         uint64_t thread = 0, start_delta = 0, duration = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.op = enumValue<v1::NcclOp>(v); return true;
-            case 2: thread = v; return true;
-            case 3: start_delta = v; return true;
-            case 4: duration = v; return true;
-            case 5: e.comm_id = u32(v); return true;
-            case 6: e.bytes = v; return true;
-            case 7: e.count = v; return true;
-            case 8: e.data_type = enumValue<v1::NcclDataType>(v); return true;
-            case 9: e.peer = i32(v); return true;
-            case 10: e.rank = i32(v); return true;
-            case 11: e.nranks = i32(v); return true;
-            case 12: e.stream = v; return true;
-            case 13: e.return_code = i32(v); return true;
-            case 14: e.group_depth = u32(v); return true;
+            case wire::NcclCall::kOp: e.op = enumValue<v1::NcclOp>(v); return true;
+            case wire::NcclCall::kThreadId: thread = v; return true;
+            case wire::NcclCall::kStartDeltaNs: start_delta = v; return true;
+            case wire::NcclCall::kDurationNs: duration = v; return true;
+            case wire::NcclCall::kCommId: e.comm_id = u32(v); return true;
+            case wire::NcclCall::kBytes: e.bytes = v; return true;
+            case wire::NcclCall::kCount: e.count = v; return true;
+            case wire::NcclCall::kDataType: e.data_type = enumValue<v1::NcclDataType>(v); return true;
+            case wire::NcclCall::kPeer: e.peer = i32(v); return true;
+            case wire::NcclCall::kRank: e.rank = i32(v); return true;
+            case wire::NcclCall::kNranks: e.nranks = i32(v); return true;
+            case wire::NcclCall::kStream: e.stream = v; return true;
+            case wire::NcclCall::kReturnCode: e.return_code = i32(v); return true;
+            case wire::NcclCall::kGroupDepth: e.group_depth = u32(v); return true;
             default: return false;
           }
         });
@@ -336,11 +367,11 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
         uint64_t thread = 0, time_delta = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.kind = enumValue<v1::MarkerKind>(v); return true;
-            case 2: thread = v; return true;
-            case 3: time_delta = v; return true;
-            case 4: e.name_id = u32(v); return true;
-            case 5: e.step = v; return true;
+            case wire::Marker::kKind: e.kind = enumValue<v1::MarkerKind>(v); return true;
+            case wire::Marker::kThreadId: thread = v; return true;
+            case wire::Marker::kTimeDeltaNs: time_delta = v; return true;
+            case wire::Marker::kNameId: e.name_id = u32(v); return true;
+            case wire::Marker::kStep: e.step = v; return true;
             default: return false;
           }
         });
@@ -354,9 +385,9 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
         DropCount& d = out.drops.emplace_back();
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: d.source = enumValue<v1::DropSource>(v); return true;
-            case 2: d.id = v; return true;
-            case 3: d.dropped = v; return true;
+            case wire::DropCounter::kSource: d.source = enumValue<v1::DropSource>(v); return true;
+            case wire::DropCounter::kId: d.id = v; return true;
+            case wire::DropCounter::kDropped: d.dropped = v; return true;
             default: return false;
           }
         });
