@@ -152,6 +152,40 @@ Enum enumValue(uint64_t v) {  // an open enum keeps any 32-bit value, as libprot
   return static_cast<Enum>(i32(v));
 }
 
+// A varint field's value as the field's declared type. Each takes the field's schema entry and
+// checks that type at compile time: a field whose type changes in the .proto (uint32 to sint32,
+// say) stops this file compiling instead of being misread on the fast path only.
+template <wire::Field F>
+uint32_t asUint32(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kUint32, "not a uint32 field");
+  return u32(v);
+}
+template <wire::Field F>
+uint64_t asUint64(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kUint64, "not a uint64 field");
+  return v;
+}
+template <wire::Field F>
+int32_t asInt32(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kInt32, "not an int32 field");
+  return i32(v);
+}
+template <wire::Field F>
+int64_t asSint64(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kSint64, "not a sint64 field");
+  return zigZag(v);
+}
+template <wire::Field F>
+bool asBool(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kBool, "not a bool field");
+  return v != 0;
+}
+template <typename Enum, wire::Field F>
+Enum asEnum(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kEnum, "not an enum field");
+  return enumValue<Enum>(v);
+}
+
 // The fast path's view of the schema, all from <gapwatch/wire_schema.h>: a field renumbered in a
 // .proto changes these, and a field removed or renamed stops this file compiling.
 namespace batch = wire::EventBatch;
@@ -189,10 +223,11 @@ static_assert(wire::ApiCall::kFieldCount == 17 && wire::DeviceActivity::kFieldCo
               "a field was added to or removed from a batch message: update the fast path's switches");
 static_assert(wire::ApiCall::kMaxFieldNumber < (1u << 11) && wire::EventBatch::kMaxFieldNumber < (1u << 11),
               "readTag reads tags of at most two bytes");
-static_assert(batch::kSequenceField.wire_type == wire::WireType::kVarint &&
-                  batch::kBaseTimeNsField.wire_type == wire::WireType::kVarint &&
-                  wire::StringDef::kTextField.type == wire::FieldType::kString,
-              "the batch's sequence and base time are varints, a string's text is a string");
+static_assert(batch::kSequenceField.type == wire::FieldType::kUint64 &&
+                  batch::kBaseTimeNsField.type == wire::FieldType::kUint64 &&
+                  wire::StringDef::kTextField.type == wire::FieldType::kString &&
+                  !wire::StringDef::kTextField.repeated,
+              "the batch's sequence and base time are uint64s, a string's text one string");
 
 bool readStringDef(const uint8_t* p, const uint8_t* end, const uint8_t* load_end, StringDefinition& def) {
   uint64_t id = 0, kind = 0;
@@ -217,8 +252,8 @@ bool readStringDef(const uint8_t* p, const uint8_t* end, const uint8_t* load_end
       return false;
     }
   }
-  def.kind = enumValue<v1::StringKind>(kind);
-  def.id = u32(id);
+  def.kind = asEnum<v1::StringKind, wire::StringDef::kKindField>(kind);
+  def.id = asUint32<wire::StringDef::kIdField>(id);
   if (text) def.text.assign(reinterpret_cast<const char*>(text), text_length);
   else def.text.clear();
   return true;
@@ -270,124 +305,135 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
     p = field_end;
     switch (tag) {
       case kApiCallsTag: {
+        namespace f = wire::ApiCall;
         // Fields are set straight into the event (absent ones stay 0); the running values after
         // the message. A switch per field: a recorder writes the fields of each message in the
         // same order, which the indirect branch predictor learns.
         ApiCallEvent& e = out.api_calls.emplace_back();
-        uint64_t thread = 0, start_delta = 0, duration = 0, correlation_delta = 0;
+        uint32_t thread = 0;
+        int64_t start_delta = 0, correlation_delta = 0;
+        uint64_t duration = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case wire::ApiCall::kKind: e.kind = enumValue<v1::ApiKind>(v); return true;
-            case wire::ApiCall::kThreadId: thread = v; return true;
-            case wire::ApiCall::kStartDeltaNs: start_delta = v; return true;
-            case wire::ApiCall::kDurationNs: duration = v; return true;
-            case wire::ApiCall::kCorrelationDelta: correlation_delta = v; return true;
-            case wire::ApiCall::kStream: e.stream = v; return true;
-            case wire::ApiCall::kBytes: e.bytes = v; return true;
-            case wire::ApiCall::kCopyKind: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
-            case wire::ApiCall::kSrcMemory: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
-            case wire::ApiCall::kDstMemory: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
-            case wire::ApiCall::kBlocked: e.blocked = v != 0; return true;
-            case wire::ApiCall::kReturnCode: e.return_code = i32(v); return true;
-            case wire::ApiCall::kApiNameId: e.api_name_id = u32(v); return true;
-            case wire::ApiCall::kDevice: e.device = u32(v); return true;
-            case wire::ApiCall::kCallSiteId: e.call_site_id = u32(v); return true;
-            case wire::ApiCall::kCbid: e.cbid = u32(v); return true;
-            case wire::ApiCall::kDomain: e.domain = enumValue<v1::ApiDomain>(v); return true;
+            case f::kKind: e.kind = asEnum<v1::ApiKind, f::kKindField>(v); return true;
+            case f::kThreadId: thread = asUint32<f::kThreadIdField>(v); return true;
+            case f::kStartDeltaNs: start_delta = asSint64<f::kStartDeltaNsField>(v); return true;
+            case f::kDurationNs: duration = asUint64<f::kDurationNsField>(v); return true;
+            case f::kCorrelationDelta: correlation_delta = asSint64<f::kCorrelationDeltaField>(v); return true;
+            case f::kStream: e.stream = asUint64<f::kStreamField>(v); return true;
+            case f::kBytes: e.bytes = asUint64<f::kBytesField>(v); return true;
+            case f::kCopyKind: e.copy_kind = asEnum<v1::CopyKind, f::kCopyKindField>(v); return true;
+            case f::kSrcMemory: e.src_memory = asEnum<v1::MemoryKind, f::kSrcMemoryField>(v); return true;
+            case f::kDstMemory: e.dst_memory = asEnum<v1::MemoryKind, f::kDstMemoryField>(v); return true;
+            case f::kBlocked: e.blocked = asBool<f::kBlockedField>(v); return true;
+            case f::kReturnCode: e.return_code = asInt32<f::kReturnCodeField>(v); return true;
+            case f::kApiNameId: e.api_name_id = asUint32<f::kApiNameIdField>(v); return true;
+            case f::kDevice: e.device = asUint32<f::kDeviceField>(v); return true;
+            case f::kCallSiteId: e.call_site_id = asUint32<f::kCallSiteIdField>(v); return true;
+            case f::kCbid: e.cbid = asUint32<f::kCbidField>(v); return true;
+            case f::kDomain: e.domain = asEnum<v1::ApiDomain, f::kDomainField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.thread_id = api.nextThread(u32(thread));
-        e.start_ns = api.nextTime(zigZag(start_delta));
+        e.thread_id = api.nextThread(thread);
+        e.start_ns = api.nextTime(start_delta);
         e.end_ns = eventEnd(e.start_ns, duration);
-        e.correlation_id = api.nextCorrelation(zigZag(correlation_delta));
+        e.correlation_id = api.nextCorrelation(correlation_delta);
         break;
       }
       case kActivitiesTag: {
+        namespace f = wire::DeviceActivity;
         DeviceActivityEvent& e = out.activities.emplace_back();
-        uint64_t start_delta = 0, duration = 0, correlation_delta = 0;
+        int64_t start_delta = 0, correlation_delta = 0;
+        uint64_t duration = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case wire::DeviceActivity::kKind: e.kind = enumValue<v1::ActivityKind>(v); return true;
-            case wire::DeviceActivity::kDevice: e.device = u32(v); return true;
-            case wire::DeviceActivity::kStream: e.stream = v; return true;
-            case wire::DeviceActivity::kStartDeltaNs: start_delta = v; return true;
-            case wire::DeviceActivity::kDurationNs: duration = v; return true;
-            case wire::DeviceActivity::kCorrelationDelta: correlation_delta = v; return true;
-            case wire::DeviceActivity::kNameId: e.name_id = u32(v); return true;
-            case wire::DeviceActivity::kBytes: e.bytes = v; return true;
-            case wire::DeviceActivity::kCopyKind: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
-            case wire::DeviceActivity::kSrcMemory: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
-            case wire::DeviceActivity::kDstMemory: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
-            case wire::DeviceActivity::kGraphId: e.graph_id = u32(v); return true;
-            case wire::DeviceActivity::kSyncKind: e.sync_kind = enumValue<v1::SyncKind>(v); return true;
+            case f::kKind: e.kind = asEnum<v1::ActivityKind, f::kKindField>(v); return true;
+            case f::kDevice: e.device = asUint32<f::kDeviceField>(v); return true;
+            case f::kStream: e.stream = asUint64<f::kStreamField>(v); return true;
+            case f::kStartDeltaNs: start_delta = asSint64<f::kStartDeltaNsField>(v); return true;
+            case f::kDurationNs: duration = asUint64<f::kDurationNsField>(v); return true;
+            case f::kCorrelationDelta: correlation_delta = asSint64<f::kCorrelationDeltaField>(v); return true;
+            case f::kNameId: e.name_id = asUint32<f::kNameIdField>(v); return true;
+            case f::kBytes: e.bytes = asUint64<f::kBytesField>(v); return true;
+            case f::kCopyKind: e.copy_kind = asEnum<v1::CopyKind, f::kCopyKindField>(v); return true;
+            case f::kSrcMemory: e.src_memory = asEnum<v1::MemoryKind, f::kSrcMemoryField>(v); return true;
+            case f::kDstMemory: e.dst_memory = asEnum<v1::MemoryKind, f::kDstMemoryField>(v); return true;
+            case f::kGraphId: e.graph_id = asUint32<f::kGraphIdField>(v); return true;
+            case f::kSyncKind: e.sync_kind = asEnum<v1::SyncKind, f::kSyncKindField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.start_ns = activity.nextTime(zigZag(start_delta));
+        e.start_ns = activity.nextTime(start_delta);
         e.end_ns = eventEnd(e.start_ns, duration);
-        e.correlation_id = activity.nextCorrelation(zigZag(correlation_delta));
+        e.correlation_id = activity.nextCorrelation(correlation_delta);
         break;
       }
       case kNcclCallsTag: {
+        namespace f = wire::NcclCall;
         NcclCallEvent& e = out.nccl_calls.emplace_back();
-        uint64_t thread = 0, start_delta = 0, duration = 0;
+        uint32_t thread = 0;
+        int64_t start_delta = 0;
+        uint64_t duration = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case wire::NcclCall::kOp: e.op = enumValue<v1::NcclOp>(v); return true;
-            case wire::NcclCall::kThreadId: thread = v; return true;
-            case wire::NcclCall::kStartDeltaNs: start_delta = v; return true;
-            case wire::NcclCall::kDurationNs: duration = v; return true;
-            case wire::NcclCall::kCommId: e.comm_id = u32(v); return true;
-            case wire::NcclCall::kBytes: e.bytes = v; return true;
-            case wire::NcclCall::kCount: e.count = v; return true;
-            case wire::NcclCall::kDataType: e.data_type = enumValue<v1::NcclDataType>(v); return true;
-            case wire::NcclCall::kPeer: e.peer = i32(v); return true;
-            case wire::NcclCall::kRank: e.rank = i32(v); return true;
-            case wire::NcclCall::kNranks: e.nranks = i32(v); return true;
-            case wire::NcclCall::kStream: e.stream = v; return true;
-            case wire::NcclCall::kReturnCode: e.return_code = i32(v); return true;
-            case wire::NcclCall::kGroupDepth: e.group_depth = u32(v); return true;
+            case f::kOp: e.op = asEnum<v1::NcclOp, f::kOpField>(v); return true;
+            case f::kThreadId: thread = asUint32<f::kThreadIdField>(v); return true;
+            case f::kStartDeltaNs: start_delta = asSint64<f::kStartDeltaNsField>(v); return true;
+            case f::kDurationNs: duration = asUint64<f::kDurationNsField>(v); return true;
+            case f::kCommId: e.comm_id = asUint32<f::kCommIdField>(v); return true;
+            case f::kBytes: e.bytes = asUint64<f::kBytesField>(v); return true;
+            case f::kCount: e.count = asUint64<f::kCountField>(v); return true;
+            case f::kDataType: e.data_type = asEnum<v1::NcclDataType, f::kDataTypeField>(v); return true;
+            case f::kPeer: e.peer = asInt32<f::kPeerField>(v); return true;
+            case f::kRank: e.rank = asInt32<f::kRankField>(v); return true;
+            case f::kNranks: e.nranks = asInt32<f::kNranksField>(v); return true;
+            case f::kStream: e.stream = asUint64<f::kStreamField>(v); return true;
+            case f::kReturnCode: e.return_code = asInt32<f::kReturnCodeField>(v); return true;
+            case f::kGroupDepth: e.group_depth = asUint32<f::kGroupDepthField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.thread_id = nccl.nextThread(u32(thread));
-        e.start_ns = nccl.nextTime(zigZag(start_delta));
+        e.thread_id = nccl.nextThread(thread);
+        e.start_ns = nccl.nextTime(start_delta);
         e.end_ns = eventEnd(e.start_ns, duration);
         break;
       }
       case kMarkersTag: {
+        namespace f = wire::Marker;
         MarkerEvent& e = out.markers.emplace_back();
-        uint64_t thread = 0, time_delta = 0;
+        uint32_t thread = 0;
+        int64_t time_delta = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case wire::Marker::kKind: e.kind = enumValue<v1::MarkerKind>(v); return true;
-            case wire::Marker::kThreadId: thread = v; return true;
-            case wire::Marker::kTimeDeltaNs: time_delta = v; return true;
-            case wire::Marker::kNameId: e.name_id = u32(v); return true;
-            case wire::Marker::kStep: e.step = v; return true;
+            case f::kKind: e.kind = asEnum<v1::MarkerKind, f::kKindField>(v); return true;
+            case f::kThreadId: thread = asUint32<f::kThreadIdField>(v); return true;
+            case f::kTimeDeltaNs: time_delta = asSint64<f::kTimeDeltaNsField>(v); return true;
+            case f::kNameId: e.name_id = asUint32<f::kNameIdField>(v); return true;
+            case f::kStep: e.step = asUint64<f::kStepField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.thread_id = marker.nextThread(u32(thread));
-        e.time_ns = marker.nextTime(zigZag(time_delta));
+        e.thread_id = marker.nextThread(thread);
+        e.time_ns = marker.nextTime(time_delta);
         break;
       }
       case kDropsTag: {
+        namespace f = wire::DropCounter;
         DropCount& d = out.drops.emplace_back();
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case wire::DropCounter::kSource: d.source = enumValue<v1::DropSource>(v); return true;
-            case wire::DropCounter::kId: d.id = v; return true;
-            case wire::DropCounter::kDropped: d.dropped = v; return true;
+            case f::kSource: d.source = asEnum<v1::DropSource, f::kSourceField>(v); return true;
+            case f::kId: d.id = asUint64<f::kIdField>(v); return true;
+            case f::kDropped: d.dropped = asUint64<f::kDroppedField>(v); return true;
             default: return false;
           }
         });
