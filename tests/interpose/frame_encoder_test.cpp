@@ -34,6 +34,14 @@ gapwatch::v1::Frame parse_frame(const std::string& bytes, size_t* pos) {
   return frame;
 }
 
+namespace wire = gapwatch::wire;
+
+// Any value of an enum, UNSPECIFIED included.
+template <uint32_t MaxValue>
+uint8_t any_value(std::mt19937_64& rng) {
+  return uint8_t(rng() % (MaxValue + 1));
+}
+
 // Not sorted: the encoder must handle negative deltas.
 uint64_t random_start(std::mt19937_64& rng, uint64_t base) { return base + rng() % 50000000; }
 uint64_t random_end(std::mt19937_64& rng, uint64_t start) {
@@ -44,10 +52,10 @@ int32_t random_return_code(std::mt19937_64& rng) { return rng() % 5 == 0 ? int32
 
 ApiCallFields random_api_call(std::mt19937_64& rng, uint64_t base) {
   ApiCallFields e;
-  e.kind = uint8_t(1 + rng() % 17);
-  e.copy_kind = uint8_t(rng() % 6);
-  e.src_memory = uint8_t(rng() % 8);
-  e.dst_memory = uint8_t(rng() % 8);
+  e.kind = uint8_t(1 + rng() % wire::ApiKind::kMaxValue);
+  e.copy_kind = any_value<wire::CopyKind::kMaxValue>(rng);
+  e.src_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
+  e.dst_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
   e.blocked = rng() % 2;
   e.thread_id = uint32_t(1000 + rng() % 3);
   e.start_ns = random_start(rng, base);
@@ -62,11 +70,11 @@ ApiCallFields random_api_call(std::mt19937_64& rng, uint64_t base) {
 
 DeviceActivityFields random_activity(std::mt19937_64& rng, uint64_t base) {
   DeviceActivityFields e;
-  e.kind = uint8_t(1 + rng() % 4);
-  e.copy_kind = uint8_t(rng() % 6);
-  e.src_memory = uint8_t(rng() % 8);
-  e.dst_memory = uint8_t(rng() % 8);
-  e.sync_kind = uint8_t(rng() % 5);
+  e.kind = uint8_t(1 + rng() % wire::ActivityKind::kMaxValue);
+  e.copy_kind = any_value<wire::CopyKind::kMaxValue>(rng);
+  e.src_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
+  e.dst_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
+  e.sync_kind = any_value<wire::SyncKind::kMaxValue>(rng);
   e.device = uint32_t(rng() % 3);
   e.name_id = uint32_t(rng() % 50);
   e.graph_id = uint32_t(rng() % 1000);
@@ -80,8 +88,8 @@ DeviceActivityFields random_activity(std::mt19937_64& rng, uint64_t base) {
 
 NcclCallFields random_nccl_call(std::mt19937_64& rng, uint64_t base) {
   NcclCallFields e;
-  e.op = uint8_t(1 + rng() % 12);
-  e.data_type = uint8_t(rng() % 13);
+  e.op = uint8_t(1 + rng() % wire::NcclOp::kMaxValue);
+  e.data_type = any_value<wire::NcclDataType::kMaxValue>(rng);
   e.thread_id = uint32_t(1000 + rng() % 3);
   e.start_ns = random_start(rng, base);
   e.end_ns = random_end(rng, e.start_ns);
@@ -113,8 +121,9 @@ TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[e
     for (int i = 0; i < n; ++i) b.activities.push_back(random_activity(rng, base));
     n = int(rng() % 10);
     for (int i = 0; i < n; ++i) b.nccl_calls.push_back(random_nccl_call(rng, base));
-    b.strings.push_back({uint32_t(round + 1), 1, "_Z6kernelPf" + std::to_string(round)});
-    b.drops.push_back({1, rng() % 5000, rng() % 100});
+    b.strings.push_back({uint32_t(round + 1), wire::StringKind::kKernelName,
+                         "_Z6kernelPf" + std::to_string(round)});
+    b.drops.push_back({wire::DropSource::kThreadRing, rng() % 5000, rng() % 100});
     std::string out;
     encoder.batch(b, out);
     size_t pos = 0;
@@ -213,7 +222,8 @@ TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
   h.has_world_size = true;
   h.world_size = 16;
   h.command_line = {"python", "", "train.py"};
-  h.probes = {1, 2, 3, 5};
+  h.probes = {wire::Probe::kCuptiRuntimeCallbacks, wire::Probe::kCuptiDriverCallbacks, wire::Probe::kCuptiActivity,
+              wire::Probe::kNcclHooks};
   h.cupti_version = 130001;
   h.start_time_ns = 123456789;
   h.cupti_unavailable = "";
@@ -222,7 +232,7 @@ TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
   g.batches = 3;
   g.api_calls = 10;
   g.events_dropped = 2;
-  g.drops = {{1, 77, 2}};
+  g.drops = {{wire::DropSource::kThreadRing, 77, 2}};
   std::string out;
   encoder.hello(h, out);
   encoder.goodbye(g, out);
