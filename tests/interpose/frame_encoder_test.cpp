@@ -50,18 +50,24 @@ uint64_t random_end(std::mt19937_64& rng, uint64_t start) {
 uint64_t random_bytes(std::mt19937_64& rng) { return rng() % 3 == 0 ? 0 : rng() % (1ull << 40); }
 int32_t random_return_code(std::mt19937_64& rng) { return rng() % 5 == 0 ? int32_t(rng() % 1000) - 500 : 0; }
 
-ApiCallFields random_api_call(std::mt19937_64& rng, uint64_t base) {
-  ApiCallFields e;
-  e.kind = uint8_t(1 + rng() % wire::ApiKind::kMaxValue);
+// The fields API calls and activities share; a copy's direction and memory kinds among them.
+template <class Fields>
+void random_common(std::mt19937_64& rng, uint64_t base, Fields& e) {
   e.copy_kind = any_value<wire::CopyKind::kMaxValue>(rng);
   e.src_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
   e.dst_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
-  e.blocked = rng() % 2;
-  e.thread_id = uint32_t(1000 + rng() % 3);
   e.start_ns = random_start(rng, base);
   e.end_ns = random_end(rng, e.start_ns);
   e.correlation_id = rng() % 100000;
   e.bytes = random_bytes(rng);
+}
+
+ApiCallFields random_api_call(std::mt19937_64& rng, uint64_t base) {
+  ApiCallFields e;
+  e.kind = uint8_t(1 + rng() % wire::ApiKind::kMaxValue);
+  random_common(rng, base, e);
+  e.blocked = rng() % 2;
+  e.thread_id = uint32_t(1000 + rng() % 3);
   e.return_code = random_return_code(rng);
   e.api_name_id = uint32_t(rng() % 50);
   e.call_site_id = rng() % 3 ? 0 : uint32_t(rng() % 50);
@@ -71,18 +77,12 @@ ApiCallFields random_api_call(std::mt19937_64& rng, uint64_t base) {
 DeviceActivityFields random_activity(std::mt19937_64& rng, uint64_t base) {
   DeviceActivityFields e;
   e.kind = uint8_t(1 + rng() % wire::ActivityKind::kMaxValue);
-  e.copy_kind = any_value<wire::CopyKind::kMaxValue>(rng);
-  e.src_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
-  e.dst_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
+  random_common(rng, base, e);
   e.sync_kind = any_value<wire::SyncKind::kMaxValue>(rng);
   e.device = uint32_t(rng() % 3);
   e.name_id = uint32_t(rng() % 50);
   e.graph_id = uint32_t(rng() % 1000);
   e.stream = rng() % 4 == 0 ? 0 : 7 + rng() % 20;
-  e.start_ns = random_start(rng, base);
-  e.end_ns = random_end(rng, e.start_ns);
-  e.correlation_id = rng() % 100000;
-  e.bytes = random_bytes(rng);
   return e;
 }
 
