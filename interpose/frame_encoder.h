@@ -51,8 +51,9 @@ struct GoodbyeInfo {
 // with absolute times in nanoseconds and absolute correlation ids: the encoder applies the delta
 // rules. Only the fields the recorder fills are here. Enum-valued fields hold wire:: values.
 
-// ApiCall. cbid, domain, stream and device are not written: two more fields on every launch
-// would break the 16-bytes-per-event budget, and the interned API name says which call it was.
+// ApiCall. cbid and domain are left out: two more fields on every launch would break the
+// 16-bytes-per-event budget, and the interned API name says which call it was. The recorder does
+// not know a call's stream or device (yet).
 struct ApiCallFields {
   uint8_t kind = 0;
   uint8_t copy_kind = 0;
