@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   HelloInfo hello;
   hello.pid = 4242;
   hello.host = "synthetic";
-  hello.probes = {1, 2, 3};
+  hello.probes = {wire::Probe::kCuptiRuntimeCallbacks, wire::Probe::kCuptiDriverCallbacks,
+                  wire::Probe::kCuptiActivity};
   hello.start_time_ns = 1000000000;
   encoder.hello(hello, bytes);
 
@@ -40,33 +41,33 @@ int main(int argc, char** argv) {
   constexpr int kKernelNames = 64;
   BatchContent batch;
   for (int k = 0; k < kKernelNames; ++k)
-    batch.strings.push_back({uint32_t(k + 1), 1, "_Z" + std::to_string(10 + k % 10) + "sim_kernel" + std::to_string(k) + "v"});
-  batch.strings.push_back({1, 5, "cudaLaunchKernel"});
-  batch.strings.push_back({2, 5, "cudaStreamSynchronize"});
-  batch.strings.push_back({3, 5, "cudaMemcpyAsync"});
+    batch.strings.push_back({uint32_t(k + 1), wire::StringKind::kKernelName,
+                             "_Z" + std::to_string(10 + k % 10) + "sim_kernel" + std::to_string(k) + "v"});
+  constexpr uint32_t kApiName = wire::StringKind::kApiName;
+  batch.strings.push_back({1, kApiName, "cudaLaunchKernel"});
+  batch.strings.push_back({2, kApiName, "cudaStreamSynchronize"});
+  batch.strings.push_back({3, kApiName, "cudaMemcpyAsync"});
 
   uint64_t host = 1001000000, device_free[2] = {0, 0}, correlation = 1, events = 0, sequence = 0;
   auto api = [&](uint8_t kind, uint64_t start, uint64_t end, uint32_t name, bool blocked) {
-    RawEvent e{};
-    e.type = EventType::kApiCall;
+    ApiCallFields e;
     e.kind = kind;
-    e.thread = 777;
+    e.thread_id = 777;
     e.start_ns = start, e.end_ns = end;
-    e.correlation = correlation;
-    e.peer = int32_t(name);
-    e.flags = blocked ? kFlagBlocked : 0;
+    e.correlation_id = correlation;
+    e.api_name_id = name;
+    e.blocked = blocked;
     batch.api_calls.push_back(e);
   };
   auto activity = [&](uint8_t kind, int stream, uint64_t earliest, uint64_t duration, uint32_t name) {
-    RawEvent e{};
-    e.type = EventType::kActivity;
+    DeviceActivityFields e;
     e.kind = kind;
     e.stream = stream ? 13 : 7;
     e.start_ns = std::max(earliest, device_free[stream]);
     e.end_ns = e.start_ns + duration;
     device_free[stream] = e.end_ns;
-    e.correlation = correlation;
-    e.peer = int32_t(name);
+    e.correlation_id = correlation;
+    e.name_id = name;
     batch.activities.push_back(e);
     return e.end_ns;
   };
@@ -75,18 +76,19 @@ int main(int argc, char** argv) {
     host += 2000000 + rng() % 3000000;  // the data pipeline: 2-5 ms of host work, the GPU idles
     for (int i = 0; i < 500 && events < target; ++i) {
       uint64_t enter = host, exit = host + 3000 + rng() % 2000;
-      api(1, enter, exit, 1, false);
-      activity(1, i % 7 == 0, exit + 2000, 2000 + rng() % 30000, uint32_t(1 + rng() % kKernelNames));
+      api(wire::ApiKind::kLaunch, enter, exit, 1, false);
+      activity(wire::ActivityKind::kKernel, i % 7 == 0, exit + 2000, 2000 + rng() % 30000,
+               uint32_t(1 + rng() % kKernelNames));
       ++correlation;
       host = exit + 1000 + rng() % 20000;
       events += 2;
     }
     uint64_t enter = host, exit = host + 5000;
-    api(4, enter, exit, 3, false);
-    activity(2, 1, exit + 1000, 50000, 0);
+    api(wire::ApiKind::kMemcpyAsync, enter, exit, 3, false);
+    activity(wire::ActivityKind::kMemcpy, 1, exit + 1000, 50000, 0);
     ++correlation;
     uint64_t done = std::max(device_free[0], device_free[1]);
-    api(8, host + 6000, std::max(done, host + 8000) + 3000, 2, true);
+    api(wire::ApiKind::kStreamSync, host + 6000, std::max(done, host + 8000) + 3000, 2, true);
     ++correlation;
     host = std::max(done, host + 8000) + 3000;
     events += 3;

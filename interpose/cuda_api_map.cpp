@@ -3,20 +3,24 @@
 namespace gapwatch {
 namespace {
 
+namespace api_kind = wire::ApiKind;
+namespace copy_kind = wire::CopyKind;
+namespace api_domain = wire::ApiDomain;
+
 uint8_t copy_kind_of(cudaMemcpyKind kind) {
   switch (kind) {
     case cudaMemcpyHostToDevice: return copy_kind::kH2D;
     case cudaMemcpyDeviceToHost: return copy_kind::kD2H;
     case cudaMemcpyDeviceToDevice: return copy_kind::kD2D;
     case cudaMemcpyHostToHost: return copy_kind::kH2H;
-    default: return copy_kind::kUnknown;  // cudaMemcpyDefault: the activity record tells
+    default: return copy_kind::kUnspecified;  // cudaMemcpyDefault: the activity record tells
   }
 }
 
 // A synchronous copy waits for the device except D2D, and H2D of 64 KiB or less (CUDA runtime
 // documentation, "API synchronization behavior"). Async copies wait only on pageable memory,
 // which the API call cannot tell: the analysis joins the copy's activity record for that.
-void sync_copy(RawEvent* e, uint8_t kind, uint64_t bytes) {
+void sync_copy(ApiCallRecord* e, uint8_t kind, uint64_t bytes) {
   e->kind = api_kind::kMemcpy;
   e->copy_kind = kind;
   e->bytes = bytes;
@@ -24,12 +28,12 @@ void sync_copy(RawEvent* e, uint8_t kind, uint64_t bytes) {
   if (blocks) e->flags |= kFlagBlocked;
 }
 
-void set(RawEvent* e, uint8_t kind, bool blocked = false) {
+void set(ApiCallRecord* e, uint8_t kind, bool blocked = false) {
   e->kind = kind;
   if (blocked) e->flags |= kFlagBlocked;
 }
 
-bool classify_runtime(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
+bool classify_runtime(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
@@ -124,7 +128,7 @@ bool classify_runtime(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
   }
 }
 
-bool classify_driver(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
+bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
@@ -184,7 +188,7 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
 
 }  // namespace
 
-bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, RawEvent* e) {
+bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, ApiCallRecord* e) {
   e->domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? api_domain::kRuntime : api_domain::kDriver;
   e->cbid = cbid;
   return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? classify_runtime(cbid, params, e) : classify_driver(cbid, params, e);

@@ -13,7 +13,7 @@ namespace gapwatch {
 
 // Fills kind, copy_kind, bytes and the blocked flag of `event` for a call of `cbid` in `domain`.
 // Returns false for calls gapwatch does not record.
-bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, RawEvent* event);
+bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, ApiCallRecord* event);
 
 // The callback ids gapwatch enables, per domain (0-terminated lists).
 extern const CUpti_CallbackId kRecordedRuntimeCbids[];

@@ -19,6 +19,9 @@
 namespace gapwatch {
 namespace {
 
+namespace copy_kind = wire::CopyKind;
+namespace activity_kind = wire::ActivityKind;
+
 // The CUPTI entry points gapwatch uses, resolved from the dlopen'ed library.
 struct CuptiApi {
   decltype(&cuptiGetVersion) GetVersion;
@@ -106,12 +109,11 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   else if (t_runtime_depth > 0) return;
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
-  RawEvent* e = recorder->reserve();
+  ApiCallRecord* e = recorder->reserve_api_call();
   if (!e) return;
-  e->type = EventType::kApiCall;
   if (!classify_api_call(domain, cbid, d->functionParams, e)) return;  // reserved, never published
-  e->start_ns = *d->correlationData;
-  e->end_ns = exit_ticks;
+  e->start_ticks = *d->correlationData;
+  e->end_ticks = exit_ticks;
   e->correlation = d->correlationId;
   e->api_name = d->functionName;
   if (d->functionReturnValue) e->return_code = *static_cast<const int*>(d->functionReturnValue);
@@ -134,7 +136,8 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   }
 }
 
-uint8_t memory_kind(uint8_t cupti_kind) { return cupti_kind <= 7 ? cupti_kind : 0; }  // same numbers
+// MemoryKind has CUPTI's numbers (proto_schema_test checks it); newer CUPTI kinds are not known.
+uint8_t memory_kind(uint8_t cupti_kind) { return cupti_kind <= wire::MemoryKind::kMaxValue ? cupti_kind : 0; }
 
 uint8_t copy_kind_from(uint8_t k) {
   switch (k) {
@@ -143,50 +146,49 @@ uint8_t copy_kind_from(uint8_t k) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return copy_kind::kD2D;
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return copy_kind::kH2H;
     case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return copy_kind::kP2P;
-    default: return copy_kind::kUnknown;
+    default: return copy_kind::kUnspecified;
   }
 }
 
-bool decode(const CUpti_Activity* r, Recorder* recorder, RawEvent* e) {
-  *e = RawEvent{};
-  e->type = EventType::kActivity;
+bool decode(const CUpti_Activity* r, Recorder* recorder, DeviceActivityFields* e) {
+  *e = DeviceActivityFields{};
   switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
       e->kind = activity_kind::kKernel;
       e->start_ns = k->start, e->end_ns = k->end;
-      e->thread = k->deviceId;
+      e->device = k->deviceId;
       e->stream = k->streamId;
-      e->correlation = k->correlationId;
-      e->cbid = k->graphId;
-      e->peer = int32_t(recorder->intern(string_kind::kKernelName, k->name ? k->name : "?"));
+      e->correlation_id = k->correlationId;
+      e->graph_id = k->graphId;
+      e->name_id = recorder->intern(wire::StringKind::kKernelName, k->name ? k->name : "?");
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
       e->kind = activity_kind::kMemcpy;
       e->start_ns = m->start, e->end_ns = m->end;
-      e->thread = m->deviceId;
+      e->device = m->deviceId;
       e->stream = m->streamId;
-      e->correlation = m->correlationId;
+      e->correlation_id = m->correlationId;
       e->bytes = m->bytes;
       e->copy_kind = copy_kind_from(m->copyKind);
       e->src_memory = memory_kind(m->srcKind);
       e->dst_memory = memory_kind(m->dstKind);
-      e->cbid = m->graphId;
+      e->graph_id = m->graphId;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
       e->kind = activity_kind::kMemset;
       e->start_ns = m->start, e->end_ns = m->end;
-      e->thread = m->deviceId;
+      e->device = m->deviceId;
       e->stream = m->streamId;
-      e->correlation = m->correlationId;
+      e->correlation_id = m->correlationId;
       e->bytes = m->bytes;
       e->dst_memory = memory_kind(uint8_t(m->memoryKind));
-      e->cbid = m->graphId;
+      e->graph_id = m->graphId;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -194,8 +196,8 @@ bool decode(const CUpti_Activity* r, Recorder* recorder, RawEvent* e) {
       e->kind = activity_kind::kSync;
       e->start_ns = y->start, e->end_ns = y->end;
       e->stream = y->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : y->streamId;
-      e->correlation = y->correlationId;
-      e->domain = uint8_t(y->type);  // SyncKind has CUPTI's numbers
+      e->correlation_id = y->correlationId;
+      e->sync_kind = uint8_t(y->type);  // SyncKind has CUPTI's numbers
       return true;
     }
     default:
@@ -206,10 +208,10 @@ bool decode(const CUpti_Activity* r, Recorder* recorder, RawEvent* e) {
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   Recorder* recorder = Recorder::active();
   if (recorder) {
-    static thread_local std::vector<RawEvent> events;  // CUPTI's thread, not the user's
+    static thread_local std::vector<DeviceActivityFields> events;  // CUPTI's thread, not the user's
     events.clear();
     CUpti_Activity* r = nullptr;
-    RawEvent e;
+    DeviceActivityFields e;
     while (g_api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
       if (!decode(r, recorder, &e)) continue;
       e.start_ns += uint64_t(g_clock_offset);

@@ -34,9 +34,7 @@ namespace {
 
 bool g_in_forked_child = false;
 
-// gapwatch.v1.Probe values.
-enum : uint32_t { kProbeRuntimeCallbacks = 1, kProbeDriverCallbacks = 2, kProbeActivity = 3, kProbeCudartHooks = 4,
-                  kProbeNcclHooks = 5 };
+namespace probe = wire::Probe;
 
 std::string own_path() {
   Dl_info info{};
@@ -51,7 +49,7 @@ void on_exit() {
   Recorder* recorder = Recorder::active();
   if (!recorder || recorder->pid() != uint32_t(getpid())) return;
   cupti_flush();
-  recorder->finish(1 /* EXIT_REASON_NORMAL */);
+  recorder->finish(wire::ExitReason::kNormal);
 }
 
 void on_fork_child() {
@@ -79,9 +77,9 @@ void ensure_started() {
   bool cudart_hooked = self && hook_in_place("cudaLaunchKernel", dlsym(self, "cudaLaunchKernel"));
   bool nccl_hooked = self && hook_in_place("ncclAllReduce", dlsym(self, "ncclAllReduce"));
   if (self) dlclose(self);
-  if (cupti.ok) probes = {kProbeRuntimeCallbacks, kProbeDriverCallbacks, kProbeActivity};
-  else if (cudart_hooked) probes = {kProbeCudartHooks};
-  if (nccl_hooked) probes.push_back(kProbeNcclHooks);
+  if (cupti.ok) probes = {probe::kCuptiRuntimeCallbacks, probe::kCuptiDriverCallbacks, probe::kCuptiActivity};
+  else if (cudart_hooked) probes = {probe::kCudartHooks};
+  if (nccl_hooked) probes.push_back(probe::kNcclHooks);
 
   Recorder* recorder = Recorder::start(settings, probes, cupti.version, cupti.ok ? "" : cupti.why_not);
   if (recorder) {

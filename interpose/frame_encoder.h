@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "raw_event.h"
+#include <gapwatch/wire_schema.h>
 
 namespace gapwatch {
 
@@ -18,7 +18,7 @@ struct HelloInfo {
   bool has_rank = false, has_local_rank = false, has_world_size = false;
   int32_t rank = 0, local_rank = 0, world_size = 0;
   std::vector<std::string> command_line;
-  std::vector<uint32_t> probes;  // gapwatch.v1.Probe values
+  std::vector<uint32_t> probes;  // wire::Probe values
   uint32_t cupti_version = 0;
   uint32_t cuda_driver_version = 0;
   uint64_t start_time_ns = 0;
@@ -29,38 +29,89 @@ struct HelloInfo {
 
 struct StringDefinition {
   uint32_t id;
-  uint32_t kind;  // gapwatch.v1.StringKind
+  uint32_t kind;  // wire::StringKind
   std::string text;
 };
 
 struct DropCount {
-  uint32_t source;  // gapwatch.v1.DropSource
+  uint32_t source;  // wire::DropSource
   uint64_t id;
   uint64_t dropped;
 };
 
 struct GoodbyeInfo {
   uint64_t end_time_ns = 0;
-  uint32_t exit_reason = 1;  // EXIT_REASON_NORMAL
+  uint32_t exit_reason = wire::ExitReason::kNormal;
   uint64_t batches = 0, api_calls = 0, activities = 0, nccl_calls = 0;
   uint64_t events_dropped = 0, cupti_records_dropped = 0;
   std::vector<DropCount> drops;
 };
 
-struct NcclRankInfo {
-  int32_t rank = -1;  // -1: unknown (the communicator was made before recording began)
+// The events of a batch as the schema has them (gapwatch.v1.ApiCall, DeviceActivity, NcclCall),
+// with absolute times in nanoseconds and absolute correlation ids: the encoder applies the delta
+// rules. Only the fields the recorder fills are here. Enum-valued fields hold wire:: values.
+
+// ApiCall. cbid and domain are left out: two more fields on every launch would break the
+// 16-bytes-per-event budget, and the interned API name says which call it was. The recorder does
+// not know a call's stream or device (yet).
+struct ApiCallFields {
+  uint8_t kind = 0;
+  uint8_t copy_kind = 0;
+  uint8_t src_memory = 0;
+  uint8_t dst_memory = 0;
+  bool blocked = false;
+  uint32_t thread_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t correlation_id = 0;
+  uint64_t bytes = 0;
+  int32_t return_code = 0;
+  uint32_t api_name_id = 0;   // interned STRING_KIND_API_NAME, 0 = none
+  uint32_t call_site_id = 0;  // interned STRING_KIND_CALL_SITE, 0 = not recorded
+};
+
+// DeviceActivity, decoded from CUPTI's records on its buffer thread.
+struct DeviceActivityFields {
+  uint8_t kind = 0;
+  uint8_t copy_kind = 0;
+  uint8_t src_memory = 0;
+  uint8_t dst_memory = 0;
+  uint8_t sync_kind = 0;
+  uint32_t device = 0;
+  uint32_t name_id = 0;   // interned STRING_KIND_KERNEL_NAME, kernels only
+  uint32_t graph_id = 0;
+  uint64_t stream = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t correlation_id = 0;
+  uint64_t bytes = 0;
+};
+
+// NcclCall.
+struct NcclCallFields {
+  uint8_t op = 0;
+  uint8_t data_type = 0;
+  uint32_t thread_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t comm_id = 0;     // the communicator's small id, 0 = none
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  int32_t peer = 0;
+  int32_t rank = -1;        // -1 with nranks 0: unknown (the communicator predates recording)
   int32_t nranks = 0;
+  uint64_t stream = 0;
+  int32_t return_code = 0;
+  uint32_t group_depth = 0;
 };
 
 // What one batch carries; the events are in the order the flusher drained them.
 struct BatchContent {
   uint64_t sequence = 0;
   std::vector<StringDefinition> strings;
-  std::vector<RawEvent> api_calls;    // EventType::kApiCall; api_name already interned into peer
-  std::vector<uint32_t> api_call_sites;  // parallel to api_calls: interned call site, 0 = none
-  std::vector<RawEvent> activities;   // EventType::kActivity
-  std::vector<RawEvent> nccl_calls;   // EventType::kNcclCall; comm id interned into correlation
-  std::vector<NcclRankInfo> nccl_ranks;  // parallel to nccl_calls: the communicator's rank and size
+  std::vector<ApiCallFields> api_calls;
+  std::vector<DeviceActivityFields> activities;
+  std::vector<NcclCallFields> nccl_calls;
   std::vector<DropCount> drops;
 };
 
@@ -71,7 +122,8 @@ class FrameEncoder {
   void goodbye(const GoodbyeInfo& info, std::string& out);
 
  private:
-  void frame(uint32_t body_field, std::string& out);
+  template <wire::Field Body>
+  void frame(std::string& out);
   std::string body_, message_, item_;  // reused buffers: no allocation once warm
 };
 

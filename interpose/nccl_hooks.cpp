@@ -11,11 +11,7 @@ using namespace gapwatch;
 
 namespace {
 
-// gapwatch.v1.NcclOp
-enum : uint8_t {
-  kAllReduce = 1, kBroadcast = 2, kReduce = 3, kAllGather = 4, kReduceScatter = 5, kSend = 6, kRecv = 7,
-  kGroupStart = 8, kGroupEnd = 9, kCommInit = 10, kCommDestroy = 11,
-};
+namespace op = wire::NcclOp;
 
 thread_local int t_group_depth __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -52,21 +48,20 @@ struct NcclCallInfo {
 void record(const NcclCallInfo& c, uint64_t enter, uint64_t exit, ncclResult_t result) {
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
-  RawEvent e{};
-  e.type = EventType::kNcclCall;
-  e.kind = c.op;
-  e.start_ns = enter;
-  e.end_ns = exit;
-  e.correlation = reinterpret_cast<uint64_t>(c.comm);
-  e.bytes = c.count * (c.count ? type_bytes(c.type) : 0);
-  e.cbid = uint32_t(c.count);
-  e.data_type = c.count ? uint8_t(int(c.type) + 1) : 0;  // NcclDataType = ncclDataType_t + 1
-  e.peer = c.peer;
-  e.stream = reinterpret_cast<uint64_t>(c.stream);
-  e.return_code = int32_t(result);
-  e.domain = uint8_t(t_group_depth);
-  e.api_name = nullptr;
-  recorder->record(e);
+  NcclCallRecord* e = recorder->reserve_nccl_call();
+  if (!e) return;
+  e->op = c.op;
+  e->start_ticks = enter;
+  e->end_ticks = exit;
+  e->comm = c.comm;
+  e->bytes = c.count * (c.count ? type_bytes(c.type) : 0);
+  e->count = c.count;
+  e->data_type = c.count ? uint8_t(int(c.type) + 1) : 0;  // NcclDataType = ncclDataType_t + 1
+  e->peer = c.peer;
+  e->stream = reinterpret_cast<uint64_t>(c.stream);
+  e->return_code = int32_t(result);
+  e->group_depth = uint32_t(t_group_depth);
+  recorder->publish();
 }
 
 #define NCCL_REAL(fn)                                                   \
@@ -82,7 +77,7 @@ GAPWATCH_HOOK ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, s
   NCCL_REAL(ncclAllReduce);
   ncclResult_t r = real(sendbuff, recvbuff, count, datatype, op, comm, stream);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kAllReduce, comm, count, datatype, -1, stream}, enter, exit, r);
+  if (enter) record({op::kAllReduce, comm, count, datatype, -1, stream}, enter, exit, r);
   return r;
 }
 
@@ -91,7 +86,7 @@ GAPWATCH_HOOK ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, s
   NCCL_REAL(ncclBroadcast);
   ncclResult_t r = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kBroadcast, comm, count, datatype, root, stream}, enter, exit, r);
+  if (enter) record({op::kBroadcast, comm, count, datatype, root, stream}, enter, exit, r);
   return r;
 }
 
@@ -100,7 +95,7 @@ GAPWATCH_HOOK ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size
   NCCL_REAL(ncclReduce);
   ncclResult_t r = real(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kReduce, comm, count, datatype, root, stream}, enter, exit, r);
+  if (enter) record({op::kReduce, comm, count, datatype, root, stream}, enter, exit, r);
   return r;
 }
 
@@ -109,7 +104,7 @@ GAPWATCH_HOOK ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, s
   NCCL_REAL(ncclAllGather);
   ncclResult_t r = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kAllGather, comm, sendcount, datatype, -1, stream}, enter, exit, r);
+  if (enter) record({op::kAllGather, comm, sendcount, datatype, -1, stream}, enter, exit, r);
   return r;
 }
 
@@ -119,7 +114,7 @@ GAPWATCH_HOOK ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuf
   NCCL_REAL(ncclReduceScatter);
   ncclResult_t r = real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kReduceScatter, comm, recvcount, datatype, -1, stream}, enter, exit, r);
+  if (enter) record({op::kReduceScatter, comm, recvcount, datatype, -1, stream}, enter, exit, r);
   return r;
 }
 
@@ -128,7 +123,7 @@ GAPWATCH_HOOK ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclData
   NCCL_REAL(ncclSend);
   ncclResult_t r = real(sendbuff, count, datatype, peer, comm, stream);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kSend, comm, count, datatype, peer, stream}, enter, exit, r);
+  if (enter) record({op::kSend, comm, count, datatype, peer, stream}, enter, exit, r);
   return r;
 }
 
@@ -137,7 +132,7 @@ GAPWATCH_HOOK ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t
   NCCL_REAL(ncclRecv);
   ncclResult_t r = real(recvbuff, count, datatype, peer, comm, stream);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kRecv, comm, count, datatype, peer, stream}, enter, exit, r);
+  if (enter) record({op::kRecv, comm, count, datatype, peer, stream}, enter, exit, r);
   return r;
 }
 
@@ -145,7 +140,7 @@ GAPWATCH_HOOK ncclResult_t ncclGroupStart() {
   NCCL_REAL(ncclGroupStart);
   ncclResult_t r = real();
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kGroupStart, nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
+  if (enter) record({op::kGroupStart, nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   ++t_group_depth;
   return r;
 }
@@ -155,7 +150,7 @@ GAPWATCH_HOOK ncclResult_t ncclGroupEnd() {
   if (t_group_depth > 0) --t_group_depth;
   ncclResult_t r = real();
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kGroupEnd, nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
+  if (enter) record({op::kGroupEnd, nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   return r;
 }
 
@@ -165,7 +160,7 @@ GAPWATCH_HOOK ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUn
   uint64_t exit = enter ? host_ticks() : 0;
   if (Recorder* recorder = Recorder::active(); recorder && r == ncclSuccess && comm)
     recorder->note_nccl_comm(reinterpret_cast<uint64_t>(*comm), rank, nranks);
-  if (enter) record({kCommInit, comm ? *comm : nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
+  if (enter) record({op::kCommInit, comm ? *comm : nullptr, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   return r;
 }
 
@@ -173,6 +168,6 @@ GAPWATCH_HOOK ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   NCCL_REAL(ncclCommDestroy);
   ncclResult_t r = real(comm);
   uint64_t exit = enter ? host_ticks() : 0;
-  if (enter) record({kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, exit, r);
+  if (enter) record({op::kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, exit, r);
   return r;
 }

@@ -1,59 +1,77 @@
-// raw_event.h: the fixed-size record every probe writes and the flusher encodes.
+// raw_event.h: what a user thread writes into its ring for one event, as cheaply as it can.
 //
-// One layout for the three event types so a thread's ring is a plain array. Fields are the
-// protobuf schema's (proto/gapwatch/v1/events.proto) before delta encoding; enum values are the
-// schema's numbers. Host and device times are CLOCK_MONOTONIC nanoseconds.
+// A ring is a plain array of fixed 80-byte slots (RawEvent), and each event type has its own view
+// of a slot: the hot path fills the fields of its own record and nothing is reused for another
+// meaning. What the wire needs but the user's thread should not spend time on (the thread id,
+// nanoseconds from ticks, interned names, communicator ids) is added by the flusher, which
+// translates each record into the schema-shaped fields of frame_encoder.h, once per type.
+// Enum-valued fields hold gapwatch.v1 values (<gapwatch/wire_schema.h>).
 #pragma once
 
 #include <stdint.h>
 
+#include <gapwatch/wire_schema.h>
+
 namespace gapwatch {
 
-enum class EventType : uint8_t { kApiCall = 1, kActivity = 2, kNcclCall = 3 };
-
-// Values of gapwatch.v1.ApiKind / ActivityKind / NcclOp / CopyKind / MemoryKind / SyncKind.
-namespace api_kind {
-enum : uint8_t {
-  kLaunch = 1, kGraphLaunch = 2, kMemcpy = 3, kMemcpyAsync = 4, kMemset = 5, kMemsetAsync = 6,
-  kDeviceSync = 7, kStreamSync = 8, kEventSync = 9, kEventRecord = 10, kStreamWaitEvent = 11,
-  kQuery = 12, kMalloc = 13, kFree = 14, kHostAlloc = 15, kHostFree = 16, kModuleLoad = 17, kOther = 18,
-};
-}
-namespace activity_kind {
-enum : uint8_t { kKernel = 1, kMemcpy = 2, kMemset = 3, kSync = 4 };
-}
-namespace copy_kind {
-enum : uint8_t { kUnknown = 0, kH2D = 1, kD2H = 2, kD2D = 3, kH2H = 4, kP2P = 5 };
-}
-namespace api_domain {
-enum : uint8_t { kUnknown = 0, kDriver = 1, kRuntime = 2 };
-}
+// Which view of a slot is in use; the first byte of every record.
+enum class EventType : uint8_t { kApiCall = 1, kNcclCall = 3 };
 
 enum EventFlags : uint8_t {
   kFlagBlocked = 1 << 0,  // the call waits for the device by its documented semantics
 };
 
-struct RawEvent {
-  EventType type;
-  uint8_t kind;        // ApiKind, ActivityKind or NcclOp
-  uint8_t domain;      // api: ApiDomain; activity: SyncKind of a sync record
-  uint8_t copy_kind;   // CopyKind
-  uint8_t src_memory;  // MemoryKind
-  uint8_t dst_memory;  // MemoryKind
-  uint8_t flags;       // EventFlags
-  uint8_t data_type;   // nccl: NcclDataType
-  uint32_t cbid;       // api: CUPTI callback id; activity: graph id
-  uint32_t thread;     // api, nccl: Linux tid; activity: device
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t correlation;  // api, activity: CUPTI correlation id; nccl: communicator id
-  uint64_t stream;       // activity: CUPTI stream id; nccl: the cudaStream_t value
+// One CUDA API call, from a CUPTI callback or a runtime symbol hook.
+struct ApiCallRecord {
+  EventType type;       // EventType::kApiCall
+  uint8_t kind;         // wire::ApiKind
+  uint8_t domain;       // wire::ApiDomain
+  uint8_t copy_kind;    // wire::CopyKind
+  uint8_t src_memory;   // wire::MemoryKind
+  uint8_t dst_memory;   // wire::MemoryKind
+  uint8_t flags;        // EventFlags
+  uint32_t cbid;        // CUPTI callback id in `domain`
+  uint64_t start_ticks; // host_clock.h ticks
+  uint64_t end_ticks;
+  uint64_t correlation; // CUPTI correlation id; 0 without CUPTI
   uint64_t bytes;
-  int32_t return_code;   // api, nccl
-  int32_t peer;          // nccl: peer or root; activity: name id (interned kernel name)
-  const char* api_name;  // api, nccl: a string with static storage (CUPTI's functionName)
-  const void* call_site; // api: the return address in the caller of the hooked runtime function
+  int32_t return_code;
+  const char* api_name;   // a string with static storage (CUPTI's functionName, a hook's literal)
+  const void* call_site;  // the return address in the caller of the hooked runtime function
 };
+
+// One NCCL host call, from a symbol hook.
+struct NcclCallRecord {
+  EventType type;        // EventType::kNcclCall
+  uint8_t op;            // wire::NcclOp
+  uint8_t data_type;     // wire::NcclDataType
+  uint32_t group_depth;  // ncclGroupStart nesting at the call
+  uint64_t start_ticks;  // host_clock.h ticks
+  uint64_t end_ticks;
+  const void* comm;      // the ncclComm_t; the flusher turns it into a small communicator id
+  uint64_t stream;       // the cudaStream_t value
+  uint64_t count;        // element count as passed to NCCL (the schema's uint64, whole)
+  uint64_t bytes;
+  int32_t peer;          // root or peer rank; -1 when the op has none
+  int32_t return_code;
+};
+
+// The first byte of every record, readable whichever view a slot holds (the records are
+// standard-layout and share this initial member).
+struct RecordHeader {
+  EventType type;
+};
+
+// A ring slot. Its size is fixed, so the ring's geometry (slots per ring from
+// GAPWATCH_RING_BYTES) does not depend on which record is the largest.
+// `storage` comes first so that RawEvent{} zeroes the whole slot.
+union RawEvent {
+  uint64_t storage[10];
+  RecordHeader header;
+  ApiCallRecord api;
+  NcclCallRecord nccl;
+};
+static_assert(sizeof(ApiCallRecord) <= 80 && sizeof(NcclCallRecord) <= 80, "a record must fit a slot");
 static_assert(sizeof(RawEvent) == 80, "RawEvent is the ring's slot: keep it small and fixed");
 
 }  // namespace gapwatch

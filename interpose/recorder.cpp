@@ -23,9 +23,9 @@ thread_local bool Recorder::t_internal_ = false;
 namespace {
 
 constexpr auto kFlushPeriod = std::chrono::milliseconds(50);
-constexpr uint32_t kDropSourceThreadRing = 1;
-constexpr uint32_t kDropSourceCupti = 2;
-constexpr uint32_t kDropSourceTransport = 3;
+constexpr uint32_t kDropSourceThreadRing = wire::DropSource::kThreadRing;
+constexpr uint32_t kDropSourceCupti = wire::DropSource::kCupti;
+constexpr uint32_t kDropSourceTransport = wire::DropSource::kTransport;
 
 pthread_key_t g_ring_key;
 
@@ -140,7 +140,7 @@ EventRing* Recorder::claim_ring() {
   return ring;
 }
 
-void Recorder::add_activities(const RawEvent* events, size_t count) {
+void Recorder::add_activities(const DeviceActivityFields* events, size_t count) {
   std::lock_guard<std::mutex> lock(activity_mu_);
   activities_.insert(activities_.end(), events, events + count);
 }
@@ -173,16 +173,63 @@ void Recorder::flusher_main() {
   }
 }
 
+ApiCallFields Recorder::translate(const ApiCallRecord& r, uint32_t tid) {
+  static thread_local std::unordered_map<const char*, uint32_t> api_names;  // flusher/exit thread only
+  ApiCallFields f;
+  f.kind = r.kind;
+  f.copy_kind = r.copy_kind;
+  f.src_memory = r.src_memory;
+  f.dst_memory = r.dst_memory;
+  f.blocked = (r.flags & kFlagBlocked) != 0;
+  translate_times(r, tid, f);
+  f.correlation_id = r.correlation;
+  f.bytes = r.bytes;
+  f.return_code = r.return_code;
+  auto [it, inserted] = api_names.try_emplace(r.api_name, 0);
+  if (inserted) it->second = r.api_name ? strings_.intern(wire::StringKind::kApiName, r.api_name) : 0;
+  f.api_name_id = it->second;
+  // Call sites only where a report lists them (sync points, and async copies that may turn out
+  // pageable): on every launch they would cost the bytes-per-event budget.
+  if (r.call_site && (f.blocked || r.kind == wire::ApiKind::kMemcpyAsync)) {
+    auto [where, fresh] = call_sites_.try_emplace(r.call_site, 0);
+    if (fresh) where->second = strings_.intern(wire::StringKind::kCallSite, describe_call_site(r.call_site));
+    f.call_site_id = where->second;
+  }
+  return f;
+}
+
+NcclCallFields Recorder::translate(const NcclCallRecord& r, uint32_t tid, std::vector<Comm>& comms) {
+  NcclCallFields f;
+  f.op = r.op;
+  f.data_type = r.data_type;
+  translate_times(r, tid, f);
+  f.bytes = r.bytes;
+  f.count = r.count;
+  f.peer = r.peer;
+  f.stream = r.stream;
+  f.return_code = r.return_code;
+  f.group_depth = r.group_depth;
+  // Communicators travel as small ids (their order of first appearance), with their rank.
+  const uint64_t handle = reinterpret_cast<uint64_t>(r.comm);
+  size_t k = 0;
+  while (k < comms.size() && comms[k].handle != handle) ++k;
+  if (k == comms.size()) {
+    note_nccl_comm(handle, -1, 0);
+    comms.push_back({handle, -1, 0});
+  }
+  f.rank = comms[k].rank;
+  f.nranks = comms[k].nranks;
+  f.comm_id = handle ? uint32_t(k + 1) : 0;
+  return f;
+}
+
 void Recorder::flush_once(bool final) {
   BatchContent& b = batch_;
   ticks_.calibrate();
   b.strings.clear();
   b.api_calls.clear();
-  b.api_call_sites.clear();
   b.nccl_calls.clear();
-  b.nccl_ranks.clear();
   b.drops.clear();
-  static thread_local std::unordered_map<const char*, uint32_t> api_names;  // flusher/exit thread only
   std::vector<Comm> comms;
   {
     std::lock_guard<std::mutex> lock(comm_mu_);
@@ -197,41 +244,9 @@ void Recorder::flush_once(bool final) {
     // The producer does not write its thread id into every event: the ring knows it.
     uint32_t tid = ring->owner_tid.load(std::memory_order_relaxed);
     ring->drain([&](const RawEvent& e) {
-      if (e.type == EventType::kApiCall) {
-        RawEvent copy = e;
-        copy.thread = tid;
-        copy.start_ns = ticks_.to_ns(e.start_ns);
-        copy.end_ns = ticks_.to_ns(e.end_ns);
-        auto [it, inserted] = api_names.try_emplace(e.api_name, 0);
-        if (inserted) it->second = e.api_name ? strings_.intern(string_kind::kApiName, e.api_name) : 0;
-        copy.peer = int32_t(it->second);
-        b.api_calls.push_back(copy);
-        // Call sites only where a report lists them (sync points, and async copies that may turn
-        // out pageable): on every launch they would cost the bytes-per-event budget.
-        uint32_t site = 0;
-        if (e.call_site && ((e.flags & kFlagBlocked) || e.kind == api_kind::kMemcpyAsync)) {
-          auto [where, fresh] = call_sites_.try_emplace(e.call_site, 0);
-          if (fresh) where->second = strings_.intern(string_kind::kCallSite, describe_call_site(e.call_site));
-          site = where->second;
-        }
-        b.api_call_sites.push_back(site);
-      } else if (e.type == EventType::kNcclCall) {
-        // Communicators travel as small ids (their order of first appearance), with their rank.
-        RawEvent copy = e;
-        copy.thread = tid;
-        copy.start_ns = ticks_.to_ns(e.start_ns);
-        copy.end_ns = ticks_.to_ns(e.end_ns);
-        NcclRankInfo info;
-        size_t k = 0;
-        while (k < comms.size() && comms[k].handle != e.correlation) ++k;
-        if (k == comms.size()) {
-          note_nccl_comm(e.correlation, -1, 0);
-          comms.push_back({e.correlation, -1, 0});
-        }
-        info = {comms[k].rank, comms[k].nranks};
-        copy.correlation = e.correlation ? k + 1 : 0;
-        b.nccl_calls.push_back(copy);
-        b.nccl_ranks.push_back(info);
+      switch (e.header.type) {
+        case EventType::kApiCall: b.api_calls.push_back(translate(e.api, tid)); break;
+        case EventType::kNcclCall: b.nccl_calls.push_back(translate(e.nccl, tid, comms)); break;
       }
     });
     uint64_t dropped = ring->dropped();
@@ -268,9 +283,9 @@ void Recorder::flush_once(bool final) {
   encoder_.batch(b, frame_);
   if (sink_.write(frame_)) {
     ++sequence_;
-    totals_[size_t(EventType::kApiCall)] += b.api_calls.size();
-    totals_[size_t(EventType::kActivity)] += b.activities.size();
-    totals_[size_t(EventType::kNcclCall)] += b.nccl_calls.size();
+    api_calls_sent_ += b.api_calls.size();
+    activities_sent_ += b.activities.size();
+    nccl_calls_sent_ += b.nccl_calls.size();
   } else {
     undelivered_ += events;
   }
@@ -290,9 +305,9 @@ void Recorder::finish(uint32_t exit_reason) {
   g.end_time_ns = monotonic_ns();
   g.exit_reason = exit_reason;
   g.batches = sequence_;
-  g.api_calls = totals_[size_t(EventType::kApiCall)];
-  g.activities = totals_[size_t(EventType::kActivity)];
-  g.nccl_calls = totals_[size_t(EventType::kNcclCall)];
+  g.api_calls = api_calls_sent_;
+  g.activities = activities_sent_;
+  g.nccl_calls = nccl_calls_sent_;
   uint64_t ring_drops = no_ring_drops_.load();
   size_t n = std::min(ring_count_.load(), kMaxRings);
   for (size_t i = 0; i < n; ++i)

@@ -1,9 +1,11 @@
 // recorder.h: the one small core every probe writes into.
 //
 // Threads and ownership:
-//  - user threads (CUPTI callbacks, symbol hooks) call record(), or reserve() then publish(): the
-//    event goes into the thread's own ring, host times in host_clock.h ticks. A thread's first event claims a ring the flusher allocated in advance (and
-//    reads the thread id, once); after that: no allocation, no lock, no system call.
+//  - user threads (CUPTI callbacks, symbol hooks) call reserve_api_call() or reserve_nccl_call(),
+//    fill the record (raw_event.h) and publish() it: the event goes into the thread's own ring,
+//    host times in host_clock.h ticks. A thread's first event claims a ring the flusher allocated
+//    in advance (and reads the thread id, once); after that: no allocation, no lock, no system
+//    call. The flusher translates each record into the schema's fields (frame_encoder.h).
 //  - CUPTI's buffer thread calls add_activities() and interns kernel names (both take a mutex).
 //  - the flusher thread drains the rings and the activity queue every kFlushPeriod, encodes one
 //    batch frame and writes it; it also tops up the spare rings.
@@ -39,27 +41,15 @@ class Recorder {
   static Recorder* start(const Settings& settings, std::vector<uint32_t> probes, uint32_t cupti_version,
                          const std::string& cupti_note);
 
-  // Hot path: this thread's ring. Safe from any thread but the library's own.
-  void record(const RawEvent& event) {
-    EventRing* ring = t_ring_;
-    if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
-    if (ring) ring->push(event);
-  }
-
-  // Hot path without a copy: a zeroed slot of this thread's ring (nullptr: dropped, counted), then
-  // publish() it; a reserved slot that is not published is not recorded.
-  RawEvent* reserve() {
-    EventRing* ring = t_ring_;
-    if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
-    if (!ring) return nullptr;
-    RawEvent* slot = ring->reserve();
-    if (slot) *slot = RawEvent{};
-    return slot;
-  }
+  // Hot path: a zeroed record in this thread's ring (nullptr: dropped, counted), to fill and then
+  // publish(); a reserved record that is not published is not recorded. Safe from any thread but
+  // the library's own.
+  ApiCallRecord* reserve_api_call() { return reserve_record(&RawEvent::api, EventType::kApiCall); }
+  NcclCallRecord* reserve_nccl_call() { return reserve_record(&RawEvent::nccl, EventType::kNcclCall); }
   void publish() { t_ring_->publish(); }
 
   // CUPTI's buffer thread: decoded device activities.
-  void add_activities(const RawEvent* events, size_t count);
+  void add_activities(const DeviceActivityFields* events, size_t count);
   uint32_t intern(uint32_t kind, std::string_view text) { return strings_.intern(kind, text); }
   void set_cupti_dropped(uint64_t total) { cupti_dropped_.store(total, std::memory_order_relaxed); }
   // NCCL communicators: id and rank, filled at communicator init (not a hot path).
@@ -78,8 +68,36 @@ class Recorder {
   static bool on_internal_thread() { return t_internal_; }
 
  private:
+  struct Comm {
+    uint64_t handle;
+    int32_t rank, nranks;
+  };
+
   explicit Recorder(const Settings& settings);
+  // Makes `view` the slot's active record, zeroed but for its type.
+  template <class Record>
+  Record* reserve_record(Record RawEvent::*view, EventType type) {
+    EventRing* ring = t_ring_;
+    if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
+    if (!ring) return nullptr;
+    RawEvent* slot = ring->reserve();
+    if (!slot) return nullptr;
+    Record& record = slot->*view;
+    record = Record{};
+    record.type = type;
+    return &record;
+  }
   EventRing* claim_ring();
+  // The flusher's one translation per record type, raw capture to the schema's fields; the thread
+  // and the host times of every type the same way.
+  template <class Record, class Fields>
+  void translate_times(const Record& r, uint32_t tid, Fields& f) {
+    f.thread_id = tid;
+    f.start_ns = ticks_.to_ns(r.start_ticks);
+    f.end_ns = ticks_.to_ns(r.end_ticks);
+  }
+  ApiCallFields translate(const ApiCallRecord& r, uint32_t tid);
+  NcclCallFields translate(const NcclCallRecord& r, uint32_t tid, std::vector<Comm>& comms);
   void flusher_main();
   void flush_once(bool final);
   void top_up_spares();
@@ -101,13 +119,9 @@ class Recorder {
   std::atomic<uint64_t> no_ring_drops_{0};  // events of threads that found no spare ring
 
   std::mutex activity_mu_;
-  std::vector<RawEvent> activities_;
+  std::vector<DeviceActivityFields> activities_;
 
   std::mutex comm_mu_;
-  struct Comm {
-    uint64_t handle;
-    int32_t rank, nranks;
-  };
   std::vector<Comm> comms_;
 
   StringInterner strings_;
@@ -123,7 +137,7 @@ class Recorder {
   std::string frame_;
   BatchContent batch_;
   uint64_t sequence_ = 0;
-  uint64_t totals_[4] = {};  // by EventType
+  uint64_t api_calls_sent_ = 0, activities_sent_ = 0, nccl_calls_sent_ = 0;
   uint64_t undelivered_ = 0;  // events the sink could not take
   std::vector<uint64_t> ring_drops_sent_;
   uint64_t cupti_dropped_sent_ = 0;

@@ -3,7 +3,7 @@
 namespace gapwatch {
 
 uint32_t StringInterner::intern(uint32_t kind, std::string_view text) {
-  if (kind >= 8) kind = 0;
+  if (kind >= kKinds) kind = wire::StringKind::kUnspecified;
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = ids_[kind].try_emplace(std::string(text), next_id_[kind]);
   if (inserted) {

@@ -15,21 +15,21 @@
 
 namespace gapwatch {
 
-// gapwatch.v1.StringKind values.
-namespace string_kind {
-enum : uint32_t { kKernelName = 1, kThreadName = 2, kComm = 3, kCallSite = 4, kApiName = 5 };
-}
-
 class StringInterner {
  public:
+  StringInterner() {
+    for (uint32_t& id : next_id_) id = 1;  // 0 always means "none"
+  }
   uint32_t intern(uint32_t kind, std::string_view text);
   // Definitions made since the last call, to travel in the next batch (before their first use).
   void take_new(std::vector<StringDefinition>* out);
 
  private:
   std::mutex mu_;
-  std::unordered_map<std::string, uint32_t> ids_[8];  // per kind
-  uint32_t next_id_[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  // Ids are scoped by kind (StringDef's rule), so one table per wire::StringKind value.
+  static constexpr uint32_t kKinds = wire::StringKind::kMaxValue + 1;
+  std::unordered_map<std::string, uint32_t> ids_[kKinds];
+  uint32_t next_id_[kKinds];
   std::vector<StringDefinition> pending_;
 };
 

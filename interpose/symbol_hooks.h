@@ -66,12 +66,11 @@ class RuntimeHookScope {
     Recorder* recorder = Recorder::active();
     if (!recorder || Recorder::on_internal_thread()) return;
     uint64_t exit_ticks = host_ticks();
-    RawEvent* e = recorder->reserve();
+    ApiCallRecord* e = recorder->reserve_api_call();
     if (!e) return;
-    e->type = EventType::kApiCall;
     if (!classify_api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, e)) return;
-    e->start_ns = enter_;
-    e->end_ns = exit_ticks;
+    e->start_ticks = enter_;
+    e->end_ticks = exit_ticks;
     e->api_name = name;
     e->return_code = result;
     e->call_site = caller_;

@@ -2,6 +2,8 @@
 #include "reader/stream_decoder.h"
 
 #include <gapwatch/recording_format.h>
+#include <gapwatch/wire_primitives.h>
+#include <gapwatch/wire_schema.h>
 
 #include <bit>
 #include <cstring>
@@ -142,7 +144,7 @@ inline bool readVarintFields(const uint8_t* p, const uint8_t* end, const uint8_t
   return true;
 }
 
-inline int64_t zigZag(uint64_t n) { return static_cast<int64_t>((n >> 1) ^ (~(n & 1) + 1)); }
+inline int64_t zigZag(uint64_t n) { return wire::zigZagDecode(n); }
 inline uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 inline int32_t i32(uint64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
 template <typename Enum>
@@ -150,19 +152,83 @@ Enum enumValue(uint64_t v) {  // an open enum keeps any 32-bit value, as libprot
   return static_cast<Enum>(i32(v));
 }
 
-// Frame and EventBatch field tags.
-constexpr uint32_t kFrameBatchTag = (2 << 3) | 2;
-constexpr uint32_t kSequenceTag = (1 << 3) | 0;
-constexpr uint32_t kBaseTimeTag = (2 << 3) | 0;
-constexpr uint32_t kStringsTag = (3 << 3) | 2;
-constexpr uint32_t kApiCallsTag = (4 << 3) | 2;
-constexpr uint32_t kActivitiesTag = (5 << 3) | 2;
-constexpr uint32_t kNcclCallsTag = (6 << 3) | 2;
-constexpr uint32_t kMarkersTag = (7 << 3) | 2;
-constexpr uint32_t kDropsTag = (8 << 3) | 2;
+// A varint field's value as the field's declared type. Each takes the field's schema entry and
+// checks that type at compile time: a field whose type changes in the .proto (uint32 to sint32,
+// say) stops this file compiling instead of being misread on the fast path only.
+template <wire::Field F>
+uint32_t asUint32(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kUint32, "not a uint32 field");
+  return u32(v);
+}
+template <wire::Field F>
+uint64_t asUint64(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kUint64, "not a uint64 field");
+  return v;
+}
+template <wire::Field F>
+int32_t asInt32(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kInt32, "not an int32 field");
+  return i32(v);
+}
+template <wire::Field F>
+int64_t asSint64(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kSint64, "not a sint64 field");
+  return zigZag(v);
+}
+template <wire::Field F>
+bool asBool(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kBool, "not a bool field");
+  return v != 0;
+}
+template <typename Enum, wire::Field F>
+Enum asEnum(uint64_t v) {
+  static_assert(F.type == wire::FieldType::kEnum, "not an enum field");
+  return enumValue<Enum>(v);
+}
 
-// StringDef: id = 1, kind = 2, text = 3 (a proto3 string: libprotobuf checks it is UTF-8; the
-// fast path takes only ASCII, which is, and leaves any other byte to libprotobuf).
+// The fast path's view of the schema, all from <gapwatch/wire_schema.h>: a field renumbered in a
+// .proto changes these, and a field removed or renamed stops this file compiling.
+namespace batch = wire::EventBatch;
+constexpr uint32_t kFrameBatchTag = wire::tag(wire::Frame::kBatchField);
+constexpr uint32_t kSequenceTag = wire::tag(batch::kSequenceField);
+constexpr uint32_t kBaseTimeTag = wire::tag(batch::kBaseTimeNsField);
+constexpr uint32_t kStringsTag = wire::tag(batch::kStringsField);
+constexpr uint32_t kApiCallsTag = wire::tag(batch::kApiCallsField);
+constexpr uint32_t kActivitiesTag = wire::tag(batch::kActivitiesField);
+constexpr uint32_t kNcclCallsTag = wire::tag(batch::kNcclCallsField);
+constexpr uint32_t kMarkersTag = wire::tag(batch::kMarkersField);
+constexpr uint32_t kDropsTag = wire::tag(batch::kDropsField);
+constexpr uint32_t kStringIdTag = wire::tag(wire::StringDef::kIdField);
+constexpr uint32_t kStringKindTag = wire::tag(wire::StringDef::kKindField);
+constexpr uint32_t kStringTextTag = wire::tag(wire::StringDef::kTextField);
+
+// What the code below assumes of the schema, checked where the compiler can: every field of the
+// event messages is a varint (readVarintFields takes nothing else), the tags fit the one or two
+// bytes readTag reads, and the switches name every field (a new field must be added here, or the
+// fast path would leave every batch that carries it to libprotobuf).
+template <std::size_t N>
+constexpr bool allSingularVarints(const wire::Field (&fields)[N]) {
+  for (const wire::Field& f : fields)
+    if (f.wire_type != wire::WireType::kVarint || f.repeated) return false;
+  return true;
+}
+static_assert(allSingularVarints(wire::ApiCall::kFields) && allSingularVarints(wire::DeviceActivity::kFields) &&
+                  allSingularVarints(wire::NcclCall::kFields) && allSingularVarints(wire::Marker::kFields) &&
+                  allSingularVarints(wire::DropCounter::kFields),
+              "the fast path reads event messages as varint fields only");
+static_assert(wire::ApiCall::kFieldCount == 17 && wire::DeviceActivity::kFieldCount == 13 &&
+                  wire::NcclCall::kFieldCount == 14 && wire::Marker::kFieldCount == 5 &&
+                  wire::DropCounter::kFieldCount == 3 && wire::StringDef::kFieldCount == 3 &&
+                  wire::EventBatch::kFieldCount == 8,
+              "a field was added to or removed from a batch message: update the fast path's switches");
+static_assert(wire::ApiCall::kMaxFieldNumber < (1u << 11) && wire::EventBatch::kMaxFieldNumber < (1u << 11),
+              "readTag reads tags of at most two bytes");
+static_assert(batch::kSequenceField.type == wire::FieldType::kUint64 &&
+                  batch::kBaseTimeNsField.type == wire::FieldType::kUint64 &&
+                  wire::StringDef::kTextField.type == wire::FieldType::kString &&
+                  !wire::StringDef::kTextField.repeated,
+              "the batch's sequence and base time are uint64s, a string's text one string");
+
 bool readStringDef(const uint8_t* p, const uint8_t* end, const uint8_t* load_end, StringDefinition& def) {
   uint64_t id = 0, kind = 0;
   const uint8_t* text = nullptr;
@@ -170,11 +236,11 @@ bool readStringDef(const uint8_t* p, const uint8_t* end, const uint8_t* load_end
   while (p < end) {
     uint32_t tag;
     if (!readTag(p, end, tag)) return false;
-    if (tag == ((1 << 3) | 0)) {
+    if (tag == kStringIdTag) {
       if (!readVarint(p, end, load_end, id)) return false;
-    } else if (tag == ((2 << 3) | 0)) {
+    } else if (tag == kStringKindTag) {
       if (!readVarint(p, end, load_end, kind)) return false;
-    } else if (tag == ((3 << 3) | 2)) {
+    } else if (tag == kStringTextTag) {
       if (!readLength(p, end, text_length)) return false;
       text = p;
       p += text_length;
@@ -186,8 +252,8 @@ bool readStringDef(const uint8_t* p, const uint8_t* end, const uint8_t* load_end
       return false;
     }
   }
-  def.kind = enumValue<v1::StringKind>(kind);
-  def.id = u32(id);
+  def.kind = asEnum<v1::StringKind, wire::StringDef::kKindField>(kind);
+  def.id = asUint32<wire::StringDef::kIdField>(id);
   if (text) def.text.assign(reinterpret_cast<const char*>(text), text_length);
   else def.text.clear();
   return true;
@@ -239,124 +305,135 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
     p = field_end;
     switch (tag) {
       case kApiCallsTag: {
+        namespace f = wire::ApiCall;
         // Fields are set straight into the event (absent ones stay 0); the running values after
         // the message. A switch per field: a recorder writes the fields of each message in the
         // same order, which the indirect branch predictor learns.
         ApiCallEvent& e = out.api_calls.emplace_back();
-        uint64_t thread = 0, start_delta = 0, duration = 0, correlation_delta = 0;
+        uint32_t thread = 0;
+        int64_t start_delta = 0, correlation_delta = 0;
+        uint64_t duration = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.kind = enumValue<v1::ApiKind>(v); return true;
-            case 2: thread = v; return true;
-            case 3: start_delta = v; return true;
-            case 4: duration = v; return true;
-            case 5: correlation_delta = v; return true;
-            case 6: e.stream = v; return true;
-            case 7: e.bytes = v; return true;
-            case 8: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
-            case 9: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 10: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 11: e.blocked = v != 0; return true;
-            case 12: e.return_code = i32(v); return true;
-            case 13: e.api_name_id = u32(v); return true;
-            case 14: e.device = u32(v); return true;
-            case 15: e.call_site_id = u32(v); return true;
-            case 16: e.cbid = u32(v); return true;
-            case 17: e.domain = enumValue<v1::ApiDomain>(v); return true;
+            case f::kKind: e.kind = asEnum<v1::ApiKind, f::kKindField>(v); return true;
+            case f::kThreadId: thread = asUint32<f::kThreadIdField>(v); return true;
+            case f::kStartDeltaNs: start_delta = asSint64<f::kStartDeltaNsField>(v); return true;
+            case f::kDurationNs: duration = asUint64<f::kDurationNsField>(v); return true;
+            case f::kCorrelationDelta: correlation_delta = asSint64<f::kCorrelationDeltaField>(v); return true;
+            case f::kStream: e.stream = asUint64<f::kStreamField>(v); return true;
+            case f::kBytes: e.bytes = asUint64<f::kBytesField>(v); return true;
+            case f::kCopyKind: e.copy_kind = asEnum<v1::CopyKind, f::kCopyKindField>(v); return true;
+            case f::kSrcMemory: e.src_memory = asEnum<v1::MemoryKind, f::kSrcMemoryField>(v); return true;
+            case f::kDstMemory: e.dst_memory = asEnum<v1::MemoryKind, f::kDstMemoryField>(v); return true;
+            case f::kBlocked: e.blocked = asBool<f::kBlockedField>(v); return true;
+            case f::kReturnCode: e.return_code = asInt32<f::kReturnCodeField>(v); return true;
+            case f::kApiNameId: e.api_name_id = asUint32<f::kApiNameIdField>(v); return true;
+            case f::kDevice: e.device = asUint32<f::kDeviceField>(v); return true;
+            case f::kCallSiteId: e.call_site_id = asUint32<f::kCallSiteIdField>(v); return true;
+            case f::kCbid: e.cbid = asUint32<f::kCbidField>(v); return true;
+            case f::kDomain: e.domain = asEnum<v1::ApiDomain, f::kDomainField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.thread_id = api.nextThread(u32(thread));
-        e.start_ns = api.nextTime(zigZag(start_delta));
+        e.thread_id = api.nextThread(thread);
+        e.start_ns = api.nextTime(start_delta);
         e.end_ns = eventEnd(e.start_ns, duration);
-        e.correlation_id = api.nextCorrelation(zigZag(correlation_delta));
+        e.correlation_id = api.nextCorrelation(correlation_delta);
         break;
       }
       case kActivitiesTag: {
+        namespace f = wire::DeviceActivity;
         DeviceActivityEvent& e = out.activities.emplace_back();
-        uint64_t start_delta = 0, duration = 0, correlation_delta = 0;
+        int64_t start_delta = 0, correlation_delta = 0;
+        uint64_t duration = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.kind = enumValue<v1::ActivityKind>(v); return true;
-            case 2: e.device = u32(v); return true;
-            case 3: e.stream = v; return true;
-            case 4: start_delta = v; return true;
-            case 5: duration = v; return true;
-            case 6: correlation_delta = v; return true;
-            case 7: e.name_id = u32(v); return true;
-            case 8: e.bytes = v; return true;
-            case 9: e.copy_kind = enumValue<v1::CopyKind>(v); return true;
-            case 10: e.src_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 11: e.dst_memory = enumValue<v1::MemoryKind>(v); return true;
-            case 12: e.graph_id = u32(v); return true;
-            case 13: e.sync_kind = enumValue<v1::SyncKind>(v); return true;
+            case f::kKind: e.kind = asEnum<v1::ActivityKind, f::kKindField>(v); return true;
+            case f::kDevice: e.device = asUint32<f::kDeviceField>(v); return true;
+            case f::kStream: e.stream = asUint64<f::kStreamField>(v); return true;
+            case f::kStartDeltaNs: start_delta = asSint64<f::kStartDeltaNsField>(v); return true;
+            case f::kDurationNs: duration = asUint64<f::kDurationNsField>(v); return true;
+            case f::kCorrelationDelta: correlation_delta = asSint64<f::kCorrelationDeltaField>(v); return true;
+            case f::kNameId: e.name_id = asUint32<f::kNameIdField>(v); return true;
+            case f::kBytes: e.bytes = asUint64<f::kBytesField>(v); return true;
+            case f::kCopyKind: e.copy_kind = asEnum<v1::CopyKind, f::kCopyKindField>(v); return true;
+            case f::kSrcMemory: e.src_memory = asEnum<v1::MemoryKind, f::kSrcMemoryField>(v); return true;
+            case f::kDstMemory: e.dst_memory = asEnum<v1::MemoryKind, f::kDstMemoryField>(v); return true;
+            case f::kGraphId: e.graph_id = asUint32<f::kGraphIdField>(v); return true;
+            case f::kSyncKind: e.sync_kind = asEnum<v1::SyncKind, f::kSyncKindField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.start_ns = activity.nextTime(zigZag(start_delta));
+        e.start_ns = activity.nextTime(start_delta);
         e.end_ns = eventEnd(e.start_ns, duration);
-        e.correlation_id = activity.nextCorrelation(zigZag(correlation_delta));
+        e.correlation_id = activity.nextCorrelation(correlation_delta);
         break;
       }
       case kNcclCallsTag: {
+        namespace f = wire::NcclCall;
         NcclCallEvent& e = out.nccl_calls.emplace_back();
-        uint64_t thread = 0, start_delta = 0, duration = 0;
+        uint32_t thread = 0;
+        int64_t start_delta = 0;
+        uint64_t duration = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.op = enumValue<v1::NcclOp>(v); return true;
-            case 2: thread = v; return true;
-            case 3: start_delta = v; return true;
-            case 4: duration = v; return true;
-            case 5: e.comm_id = u32(v); return true;
-            case 6: e.bytes = v; return true;
-            case 7: e.count = v; return true;
-            case 8: e.data_type = enumValue<v1::NcclDataType>(v); return true;
-            case 9: e.peer = i32(v); return true;
-            case 10: e.rank = i32(v); return true;
-            case 11: e.nranks = i32(v); return true;
-            case 12: e.stream = v; return true;
-            case 13: e.return_code = i32(v); return true;
-            case 14: e.group_depth = u32(v); return true;
+            case f::kOp: e.op = asEnum<v1::NcclOp, f::kOpField>(v); return true;
+            case f::kThreadId: thread = asUint32<f::kThreadIdField>(v); return true;
+            case f::kStartDeltaNs: start_delta = asSint64<f::kStartDeltaNsField>(v); return true;
+            case f::kDurationNs: duration = asUint64<f::kDurationNsField>(v); return true;
+            case f::kCommId: e.comm_id = asUint32<f::kCommIdField>(v); return true;
+            case f::kBytes: e.bytes = asUint64<f::kBytesField>(v); return true;
+            case f::kCount: e.count = asUint64<f::kCountField>(v); return true;
+            case f::kDataType: e.data_type = asEnum<v1::NcclDataType, f::kDataTypeField>(v); return true;
+            case f::kPeer: e.peer = asInt32<f::kPeerField>(v); return true;
+            case f::kRank: e.rank = asInt32<f::kRankField>(v); return true;
+            case f::kNranks: e.nranks = asInt32<f::kNranksField>(v); return true;
+            case f::kStream: e.stream = asUint64<f::kStreamField>(v); return true;
+            case f::kReturnCode: e.return_code = asInt32<f::kReturnCodeField>(v); return true;
+            case f::kGroupDepth: e.group_depth = asUint32<f::kGroupDepthField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.thread_id = nccl.nextThread(u32(thread));
-        e.start_ns = nccl.nextTime(zigZag(start_delta));
+        e.thread_id = nccl.nextThread(thread);
+        e.start_ns = nccl.nextTime(start_delta);
         e.end_ns = eventEnd(e.start_ns, duration);
         break;
       }
       case kMarkersTag: {
+        namespace f = wire::Marker;
         MarkerEvent& e = out.markers.emplace_back();
-        uint64_t thread = 0, time_delta = 0;
+        uint32_t thread = 0;
+        int64_t time_delta = 0;
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: e.kind = enumValue<v1::MarkerKind>(v); return true;
-            case 2: thread = v; return true;
-            case 3: time_delta = v; return true;
-            case 4: e.name_id = u32(v); return true;
-            case 5: e.step = v; return true;
+            case f::kKind: e.kind = asEnum<v1::MarkerKind, f::kKindField>(v); return true;
+            case f::kThreadId: thread = asUint32<f::kThreadIdField>(v); return true;
+            case f::kTimeDeltaNs: time_delta = asSint64<f::kTimeDeltaNsField>(v); return true;
+            case f::kNameId: e.name_id = asUint32<f::kNameIdField>(v); return true;
+            case f::kStep: e.step = asUint64<f::kStepField>(v); return true;
             default: return false;
           }
         });
         if (!ok) return false;
         startEvents();
-        e.thread_id = marker.nextThread(u32(thread));
-        e.time_ns = marker.nextTime(zigZag(time_delta));
+        e.thread_id = marker.nextThread(thread);
+        e.time_ns = marker.nextTime(time_delta);
         break;
       }
       case kDropsTag: {
+        namespace f = wire::DropCounter;
         DropCount& d = out.drops.emplace_back();
         const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
           switch (number) {
-            case 1: d.source = enumValue<v1::DropSource>(v); return true;
-            case 2: d.id = v; return true;
-            case 3: d.dropped = v; return true;
+            case f::kSource: d.source = asEnum<v1::DropSource, f::kSourceField>(v); return true;
+            case f::kId: d.id = asUint64<f::kIdField>(v); return true;
+            case f::kDropped: d.dropped = asUint64<f::kDroppedField>(v); return true;
             default: return false;
           }
         });

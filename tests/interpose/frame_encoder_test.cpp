@@ -10,7 +10,9 @@
 
 #include "frame_encoder.h"
 
-using gapwatch::RawEvent;
+using gapwatch::ApiCallFields;
+using gapwatch::DeviceActivityFields;
+using gapwatch::NcclCallFields;
 
 namespace {
 
@@ -32,26 +34,75 @@ gapwatch::v1::Frame parse_frame(const std::string& bytes, size_t* pos) {
   return frame;
 }
 
-RawEvent random_event(std::mt19937_64& rng, gapwatch::EventType type, uint64_t base) {
-  RawEvent e{};
-  e.type = type;
-  e.kind = uint8_t(1 + rng() % 17);
-  e.domain = uint8_t(rng() % 3);
-  e.copy_kind = uint8_t(rng() % 6);
-  e.src_memory = uint8_t(rng() % 8);
-  e.dst_memory = uint8_t(rng() % 8);
-  e.flags = uint8_t(rng() % 2);
-  e.data_type = uint8_t(rng() % 13);
-  e.cbid = uint32_t(rng() % 1000);
-  e.thread = uint32_t(1000 + rng() % 3);
-  // Not sorted: the encoder must handle negative deltas.
-  e.start_ns = base + rng() % 50000000;
-  e.end_ns = e.start_ns + (rng() % 4 == 0 ? 0 : rng() % 10000000);
-  e.correlation = rng() % 100000;
+namespace wire = gapwatch::wire;
+
+// Any value of an enum, UNSPECIFIED included.
+template <uint32_t MaxValue>
+uint8_t any_value(std::mt19937_64& rng) {
+  return uint8_t(rng() % (MaxValue + 1));
+}
+
+// Not sorted: the encoder must handle negative deltas.
+uint64_t random_start(std::mt19937_64& rng, uint64_t base) { return base + rng() % 50000000; }
+uint64_t random_end(std::mt19937_64& rng, uint64_t start) {
+  return start + (rng() % 4 == 0 ? 0 : rng() % 10000000);
+}
+uint64_t random_bytes(std::mt19937_64& rng) { return rng() % 3 == 0 ? 0 : rng() % (1ull << 40); }
+int32_t random_return_code(std::mt19937_64& rng) { return rng() % 5 == 0 ? int32_t(rng() % 1000) - 500 : 0; }
+
+// The fields API calls and activities share; a copy's direction and memory kinds among them.
+template <class Fields>
+void random_common(std::mt19937_64& rng, uint64_t base, Fields& e) {
+  e.copy_kind = any_value<wire::CopyKind::kMaxValue>(rng);
+  e.src_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
+  e.dst_memory = any_value<wire::MemoryKind::kMaxValue>(rng);
+  e.start_ns = random_start(rng, base);
+  e.end_ns = random_end(rng, e.start_ns);
+  e.correlation_id = rng() % 100000;
+  e.bytes = random_bytes(rng);
+}
+
+ApiCallFields random_api_call(std::mt19937_64& rng, uint64_t base) {
+  ApiCallFields e;
+  e.kind = uint8_t(1 + rng() % wire::ApiKind::kMaxValue);
+  random_common(rng, base, e);
+  e.blocked = rng() % 2;
+  e.thread_id = uint32_t(1000 + rng() % 3);
+  e.return_code = random_return_code(rng);
+  e.api_name_id = uint32_t(rng() % 50);
+  e.call_site_id = rng() % 3 ? 0 : uint32_t(rng() % 50);
+  return e;
+}
+
+DeviceActivityFields random_activity(std::mt19937_64& rng, uint64_t base) {
+  DeviceActivityFields e;
+  e.kind = uint8_t(1 + rng() % wire::ActivityKind::kMaxValue);
+  random_common(rng, base, e);
+  e.sync_kind = any_value<wire::SyncKind::kMaxValue>(rng);
+  e.device = uint32_t(rng() % 3);
+  e.name_id = uint32_t(rng() % 50);
+  e.graph_id = uint32_t(rng() % 1000);
   e.stream = rng() % 4 == 0 ? 0 : 7 + rng() % 20;
-  e.bytes = rng() % 3 == 0 ? 0 : rng() % (1ull << 40);
-  e.return_code = rng() % 5 == 0 ? int32_t(rng() % 1000) - 500 : 0;
-  e.peer = int32_t(rng() % 50);
+  return e;
+}
+
+NcclCallFields random_nccl_call(std::mt19937_64& rng, uint64_t base) {
+  NcclCallFields e;
+  e.op = uint8_t(1 + rng() % wire::NcclOp::kMaxValue);
+  e.data_type = any_value<wire::NcclDataType::kMaxValue>(rng);
+  e.thread_id = uint32_t(1000 + rng() % 3);
+  e.start_ns = random_start(rng, base);
+  e.end_ns = random_end(rng, e.start_ns);
+  e.comm_id = uint32_t(rng() % 4);
+  e.bytes = random_bytes(rng);
+  // Counts past 32 bits too: the schema's count is a uint64 and the recorder carries it whole.
+  e.count = rng() % 2 ? rng() % 100000 : (uint64_t(1) << 32) + rng() % (uint64_t(1) << 40);
+  e.peer = int32_t(rng() % 9) - 1;
+  e.rank = int32_t(rng() % 8);
+  e.nranks = int32_t(rng() % 2 ? 8 : 0);
+  e.stream = rng() % 4 == 0 ? 0 : 7 + rng() % 20;
+  e.return_code = random_return_code(rng);
+  e.group_depth = uint32_t(rng() % 3);
   return e;
 }
 
@@ -65,16 +116,14 @@ TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[e
     b.sequence = uint64_t(round);
     uint64_t base = 1000000000000ull + rng() % 1000000000;
     int n = int(rng() % 40);
-    for (int i = 0; i < n; ++i) b.api_calls.push_back(random_event(rng, gapwatch::EventType::kApiCall, base));
+    for (int i = 0; i < n; ++i) b.api_calls.push_back(random_api_call(rng, base));
     n = int(rng() % 40);
-    for (int i = 0; i < n; ++i) b.activities.push_back(random_event(rng, gapwatch::EventType::kActivity, base));
+    for (int i = 0; i < n; ++i) b.activities.push_back(random_activity(rng, base));
     n = int(rng() % 10);
-    for (int i = 0; i < n; ++i) {
-      b.nccl_calls.push_back(random_event(rng, gapwatch::EventType::kNcclCall, base));
-      b.nccl_ranks.push_back({int32_t(rng() % 8), int32_t(rng() % 2 ? 8 : 0)});
-    }
-    b.strings.push_back({uint32_t(round + 1), 1, "_Z6kernelPf" + std::to_string(round)});
-    b.drops.push_back({1, rng() % 5000, rng() % 100});
+    for (int i = 0; i < n; ++i) b.nccl_calls.push_back(random_nccl_call(rng, base));
+    b.strings.push_back({uint32_t(round + 1), wire::StringKind::kKernelName,
+                         "_Z6kernelPf" + std::to_string(round)});
+    b.drops.push_back({wire::DropSource::kThreadRing, rng() % 5000, rng() % 100});
     std::string out;
     encoder.batch(b, out);
     size_t pos = 0;
@@ -88,23 +137,24 @@ TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[e
     uint32_t thread = 0;
     for (int i = 0; i < pb.api_calls_size(); ++i) {
       const auto& a = pb.api_calls(i);
-      const RawEvent& e = b.api_calls[size_t(i)];
+      const ApiCallFields& e = b.api_calls[size_t(i)];
       t += uint64_t(a.start_delta_ns());
       c += uint64_t(a.correlation_delta());
       if (a.thread_id()) thread = a.thread_id();
       CHECK(int(a.kind()) == e.kind);
-      CHECK(thread == e.thread);
+      CHECK(thread == e.thread_id);
       CHECK(t == e.start_ns);
       CHECK(t + a.duration_ns() == e.end_ns);
-      CHECK(c == e.correlation);
-      CHECK(a.stream() == e.stream);
+      CHECK(c == e.correlation_id);
+      CHECK(a.stream() == 0);
       CHECK(a.bytes() == e.bytes);
       CHECK(int(a.copy_kind()) == e.copy_kind);
       CHECK(int(a.src_memory()) == e.src_memory);
       CHECK(int(a.dst_memory()) == e.dst_memory);
-      CHECK(a.blocked() == bool(e.flags & gapwatch::kFlagBlocked));
+      CHECK(a.blocked() == e.blocked);
       CHECK(a.return_code() == e.return_code);
-      CHECK(a.api_name_id() == uint32_t(e.peer));
+      CHECK(a.api_name_id() == e.api_name_id);
+      CHECK(a.call_site_id() == e.call_site_id);
       CHECK(a.cbid() == 0);  // left out to keep a launch within 16 bytes
       CHECK(a.domain() == 0);
     }
@@ -112,47 +162,47 @@ TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[e
     t = pb.base_time_ns(), c = 0;
     for (int i = 0; i < pb.activities_size(); ++i) {
       const auto& a = pb.activities(i);
-      const RawEvent& e = b.activities[size_t(i)];
+      const DeviceActivityFields& e = b.activities[size_t(i)];
       t += uint64_t(a.start_delta_ns());
       c += uint64_t(a.correlation_delta());
       CHECK(int(a.kind()) == e.kind);
-      CHECK(a.device() == e.thread);
+      CHECK(a.device() == e.device);
       CHECK(a.stream() == e.stream);
       CHECK(t == e.start_ns);
       CHECK(t + a.duration_ns() == e.end_ns);
-      CHECK(c == e.correlation);
-      CHECK(a.name_id() == uint32_t(e.peer));
+      CHECK(c == e.correlation_id);
+      CHECK(a.name_id() == e.name_id);
       CHECK(a.bytes() == e.bytes);
       CHECK(int(a.copy_kind()) == e.copy_kind);
       CHECK(int(a.src_memory()) == e.src_memory);
       CHECK(int(a.dst_memory()) == e.dst_memory);
-      CHECK(a.graph_id() == e.cbid);
-      CHECK(int(a.sync_kind()) == e.domain);
+      CHECK(a.graph_id() == e.graph_id);
+      CHECK(int(a.sync_kind()) == e.sync_kind);
     }
     REQUIRE(pb.nccl_calls_size() == int(b.nccl_calls.size()));
     t = pb.base_time_ns();
     thread = 0;
     for (int i = 0; i < pb.nccl_calls_size(); ++i) {
       const auto& a = pb.nccl_calls(i);
-      const RawEvent& e = b.nccl_calls[size_t(i)];
+      const NcclCallFields& e = b.nccl_calls[size_t(i)];
       t += uint64_t(a.start_delta_ns());
       if (a.thread_id()) thread = a.thread_id();
-      CHECK(int(a.op()) == e.kind);
-      CHECK(thread == e.thread);
+      CHECK(int(a.op()) == e.op);
+      CHECK(thread == e.thread_id);
       CHECK(t == e.start_ns);
       CHECK(t + a.duration_ns() == e.end_ns);
-      CHECK(a.comm_id() == uint32_t(e.correlation));
+      CHECK(a.comm_id() == e.comm_id);
       CHECK(a.bytes() == e.bytes);
-      CHECK(a.count() == e.cbid);
+      CHECK(a.count() == e.count);
       CHECK(int(a.data_type()) == e.data_type);
       CHECK(a.peer() == e.peer);
-      if (b.nccl_ranks[size_t(i)].nranks) {
-        CHECK(a.rank() == b.nccl_ranks[size_t(i)].rank);
-        CHECK(a.nranks() == b.nccl_ranks[size_t(i)].nranks);
+      if (e.nranks) {
+        CHECK(a.rank() == e.rank);
+        CHECK(a.nranks() == e.nranks);
       }
       CHECK(a.stream() == e.stream);
       CHECK(a.return_code() == e.return_code);
-      CHECK(a.group_depth() == e.domain);
+      CHECK(a.group_depth() == e.group_depth);
     }
     REQUIRE(pb.strings_size() == 1);
     CHECK(pb.strings(0).text() == b.strings[0].text);
@@ -172,7 +222,8 @@ TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
   h.has_world_size = true;
   h.world_size = 16;
   h.command_line = {"python", "", "train.py"};
-  h.probes = {1, 2, 3, 5};
+  h.probes = {wire::Probe::kCuptiRuntimeCallbacks, wire::Probe::kCuptiDriverCallbacks, wire::Probe::kCuptiActivity,
+              wire::Probe::kNcclHooks};
   h.cupti_version = 130001;
   h.start_time_ns = 123456789;
   h.cupti_unavailable = "";
@@ -181,7 +232,7 @@ TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
   g.batches = 3;
   g.api_calls = 10;
   g.events_dropped = 2;
-  g.drops = {{1, 77, 2}};
+  g.drops = {{wire::DropSource::kThreadRing, 77, 2}};
   std::string out;
   encoder.hello(h, out);
   encoder.goodbye(g, out);

@@ -1,6 +1,8 @@
 // tests/unit/gwt_test_writer.cpp: see gwt_test_writer.h.
 #include "gwt_test_writer.h"
 
+#include <gapwatch/wire_primitives.h>
+
 #include <fstream>
 #include <stdexcept>
 
@@ -8,11 +10,7 @@ namespace gapwatch::test {
 
 std::string varint(uint64_t value) {
   std::string out;
-  while (value >= 0x80) {
-    out += static_cast<char>((value & 0x7f) | 0x80);
-    value >>= 7;
-  }
-  out += static_cast<char>(value);
+  wire::appendVarint(out, value);
   return out;
 }
 

@@ -6,9 +6,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "gwt_test_writer.h"
+#include "reader/events.h"
+
 #include <gapwatch/recording_format.h>
 #include <gapwatch/v1/events.pb.h>
 #include <gapwatch/v1/stream.pb.h>
+#include <gapwatch/wire_schema.h>
 
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
@@ -32,99 +36,25 @@ namespace {
 
 namespace v1 = gapwatch::v1;
 
-// An API call with absolute values, as an analysis sees it after decoding.
-struct PlainApiCall {
-  v1::ApiKind kind = v1::API_KIND_UNSPECIFIED;
-  uint32_t thread_id = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  uint64_t correlation_id = 0;
-  uint64_t stream = 0;
-  uint64_t bytes = 0;
-  v1::CopyKind copy_kind = v1::COPY_KIND_UNSPECIFIED;
-  v1::MemoryKind src_memory = v1::MEMORY_KIND_UNSPECIFIED;
-  v1::MemoryKind dst_memory = v1::MEMORY_KIND_UNSPECIFIED;
-  bool blocked = false;
-  int32_t return_code = 0;
-  uint32_t api_name_id = 0;
-  uint32_t device = 0;
-  uint32_t cbid = 0;
-  v1::ApiDomain domain = v1::API_DOMAIN_UNSPECIFIED;
+// The events with absolute values are the reader's (reader/events.h), and the writer's side of
+// the delta rules is the test writer's encodeBatch (gwt_test_writer.h): no second declaration of
+// either that could drift from the schema.
+using gapwatch::ApiCallEvent;
+using gapwatch::DeviceActivityEvent;
 
-  bool operator==(const PlainApiCall&) const = default;
-};
-
-struct PlainActivity {
-  v1::ActivityKind kind = v1::ACTIVITY_KIND_UNSPECIFIED;
-  uint32_t device = 0;
-  uint64_t stream = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  uint64_t correlation_id = 0;
-  uint32_t name_id = 0;
-  uint64_t bytes = 0;
-  v1::CopyKind copy_kind = v1::COPY_KIND_UNSPECIFIED;
-  v1::MemoryKind src_memory = v1::MEMORY_KIND_UNSPECIFIED;
-  v1::MemoryKind dst_memory = v1::MEMORY_KIND_UNSPECIFIED;
-  uint32_t graph_id = 0;
-
-  bool operator==(const PlainActivity&) const = default;
-};
-
-// The writer's side of the delta rules in events.proto: running values per list, reset per batch.
-void encodeApiCalls(const std::vector<PlainApiCall>& calls, v1::EventBatch& batch) {
-  uint64_t prev_time = batch.base_time_ns();
-  uint64_t prev_corr = 0;
-  uint32_t prev_thread = 0;
-  for (const PlainApiCall& c : calls) {
-    v1::ApiCall* out = batch.add_api_calls();
-    out->set_kind(c.kind);
-    out->set_thread_id(c.thread_id == prev_thread ? 0 : c.thread_id);
-    out->set_start_delta_ns(static_cast<int64_t>(c.start_ns - prev_time));
-    out->set_duration_ns(c.end_ns - c.start_ns);
-    out->set_correlation_delta(static_cast<int64_t>(c.correlation_id - prev_corr));
-    out->set_stream(c.stream);
-    out->set_bytes(c.bytes);
-    out->set_copy_kind(c.copy_kind);
-    out->set_src_memory(c.src_memory);
-    out->set_dst_memory(c.dst_memory);
-    out->set_blocked(c.blocked);
-    out->set_return_code(c.return_code);
-    out->set_api_name_id(c.api_name_id);
-    out->set_device(c.device);
-    out->set_cbid(c.cbid);
-    out->set_domain(c.domain);
-    prev_time = c.start_ns;
-    prev_corr = c.correlation_id;
-    prev_thread = c.thread_id;
-  }
+v1::EventBatch encodeEvents(uint64_t sequence, uint64_t base_time_ns, std::vector<ApiCallEvent> calls,
+                            std::vector<DeviceActivityEvent> activities) {
+  gapwatch::test::BatchContents contents;
+  contents.sequence = sequence;
+  contents.base_time_ns = base_time_ns;
+  contents.api_calls = std::move(calls);
+  contents.activities = std::move(activities);
+  return gapwatch::test::encodeBatch(contents);
 }
 
-void encodeActivities(const std::vector<PlainActivity>& acts, v1::EventBatch& batch) {
-  uint64_t prev_time = batch.base_time_ns();
-  uint64_t prev_corr = 0;
-  for (const PlainActivity& a : acts) {
-    v1::DeviceActivity* out = batch.add_activities();
-    out->set_kind(a.kind);
-    out->set_device(a.device);
-    out->set_stream(a.stream);
-    out->set_start_delta_ns(static_cast<int64_t>(a.start_ns - prev_time));
-    out->set_duration_ns(a.end_ns - a.start_ns);
-    out->set_correlation_delta(static_cast<int64_t>(a.correlation_id - prev_corr));
-    out->set_name_id(a.name_id);
-    out->set_bytes(a.bytes);
-    out->set_copy_kind(a.copy_kind);
-    out->set_src_memory(a.src_memory);
-    out->set_dst_memory(a.dst_memory);
-    out->set_graph_id(a.graph_id);
-    prev_time = a.start_ns;
-    prev_corr = a.correlation_id;
-  }
-}
-
-// The reader's side.
-std::vector<PlainApiCall> decodeApiCalls(const v1::EventBatch& batch) {
-  std::vector<PlainApiCall> calls;
+// The reader's side, written from the rules in events.proto (independently of StreamDecoder).
+std::vector<ApiCallEvent> decodeApiCalls(const v1::EventBatch& batch) {
+  std::vector<ApiCallEvent> calls;
   uint64_t time = batch.base_time_ns();
   uint64_t corr = 0;
   uint32_t thread = 0;
@@ -132,7 +62,7 @@ std::vector<PlainApiCall> decodeApiCalls(const v1::EventBatch& batch) {
     time += static_cast<uint64_t>(in.start_delta_ns());
     corr += static_cast<uint64_t>(in.correlation_delta());
     if (in.thread_id() != 0) thread = in.thread_id();
-    PlainApiCall c;
+    ApiCallEvent c;
     c.kind = in.kind();
     c.thread_id = thread;
     c.start_ns = time;
@@ -147,6 +77,7 @@ std::vector<PlainApiCall> decodeApiCalls(const v1::EventBatch& batch) {
     c.return_code = in.return_code();
     c.api_name_id = in.api_name_id();
     c.device = in.device();
+    c.call_site_id = in.call_site_id();
     c.cbid = in.cbid();
     c.domain = in.domain();
     calls.push_back(c);
@@ -154,14 +85,14 @@ std::vector<PlainApiCall> decodeApiCalls(const v1::EventBatch& batch) {
   return calls;
 }
 
-std::vector<PlainActivity> decodeActivities(const v1::EventBatch& batch) {
-  std::vector<PlainActivity> acts;
+std::vector<DeviceActivityEvent> decodeActivities(const v1::EventBatch& batch) {
+  std::vector<DeviceActivityEvent> acts;
   uint64_t time = batch.base_time_ns();
   uint64_t corr = 0;
   for (const v1::DeviceActivity& in : batch.activities()) {
     time += static_cast<uint64_t>(in.start_delta_ns());
     corr += static_cast<uint64_t>(in.correlation_delta());
-    PlainActivity a;
+    DeviceActivityEvent a;
     a.kind = in.kind();
     a.device = in.device();
     a.stream = in.stream();
@@ -174,6 +105,7 @@ std::vector<PlainActivity> decodeActivities(const v1::EventBatch& batch) {
     a.src_memory = in.src_memory();
     a.dst_memory = in.dst_memory();
     a.graph_id = in.graph_id();
+    a.sync_kind = in.sync_kind();
     acts.push_back(a);
   }
   return acts;
@@ -246,33 +178,30 @@ const google::protobuf::FileDescriptor* schemaFile(const std::string& name) {
 
 TEST_CASE("A batch with delta-encoded times and correlation ids round-trips field by field",
           "[proto][batch]") {
-  v1::EventBatch batch;
-  batch.set_sequence(41);
-  batch.set_base_time_ns(1'700'000'000'000'000'000ULL);
-  const uint64_t t0 = batch.base_time_ns();
+  const uint64_t t0 = 1'700'000'000'000'000'000ULL;
 
   // Two threads interleaved, one copy that blocked, one call without a correlation id, and one
   // call that entered before the previous one (rings drain thread by thread, so lists are not
   // sorted): deltas go negative and the thread rule must restore each call's thread.
-  std::vector<PlainApiCall> calls(5);
+  // The fields after api_name_id: device, call_site_id, cbid, domain.
+  std::vector<ApiCallEvent> calls(5);
   calls[0] = {v1::API_KIND_LAUNCH, 1234, t0 + 100, t0 + 3'100, 1'000'000, 13, 0,
               v1::COPY_KIND_UNSPECIFIED, v1::MEMORY_KIND_UNSPECIFIED,
-              v1::MEMORY_KIND_UNSPECIFIED, false, 0, 1, 0, 211, v1::API_DOMAIN_RUNTIME};
+              v1::MEMORY_KIND_UNSPECIFIED, false, 0, 1, 0, 0, 211, v1::API_DOMAIN_RUNTIME};
   calls[1] = {v1::API_KIND_MEMCPY, 1234, t0 + 5'000, t0 + 905'000, 1'000'001, 7, 64 << 20,
               v1::COPY_KIND_H2D, v1::MEMORY_KIND_PAGEABLE, v1::MEMORY_KIND_DEVICE, true, 0, 2, 0,
-              31, v1::API_DOMAIN_RUNTIME};
+              9, 31, v1::API_DOMAIN_RUNTIME};
   calls[2] = {v1::API_KIND_STREAM_SYNC, 1240, t0 + 4'000, t0 + 1'004'000, 1'000'007, 14, 0,
               v1::COPY_KIND_UNSPECIFIED, v1::MEMORY_KIND_UNSPECIFIED,
-              v1::MEMORY_KIND_UNSPECIFIED, true, 0, 3, 1, 131, v1::API_DOMAIN_RUNTIME};
+              v1::MEMORY_KIND_UNSPECIFIED, true, 0, 3, 1, 10, 131, v1::API_DOMAIN_RUNTIME};
   calls[3] = {v1::API_KIND_OTHER, 1240, t0 + 1'100'000, t0 + 1'100'500, 0, 0, 0,
               v1::COPY_KIND_UNSPECIFIED, v1::MEMORY_KIND_UNSPECIFIED,
-              v1::MEMORY_KIND_UNSPECIFIED, false, 700, 0, 1, 0, v1::API_DOMAIN_UNSPECIFIED};
+              v1::MEMORY_KIND_UNSPECIFIED, false, 700, 0, 1, 0, 0, v1::API_DOMAIN_UNSPECIFIED};
   calls[4] = {v1::API_KIND_MALLOC, 1234, t0 + 1'200'000, t0 + 1'260'000, 1'000'009, 0, 1 << 30,
               v1::COPY_KIND_UNSPECIFIED, v1::MEMORY_KIND_UNSPECIFIED, v1::MEMORY_KIND_DEVICE,
-              true, 2, 4, 0, 20, v1::API_DOMAIN_DRIVER};
-  encodeApiCalls(calls, batch);
+              true, 2, 4, 0, 9, 20, v1::API_DOMAIN_DRIVER};
 
-  std::vector<PlainActivity> acts(3);
+  std::vector<DeviceActivityEvent> acts(3);
   acts[0] = {v1::ACTIVITY_KIND_MEMCPY, 0, 7, t0 + 6'000, t0 + 900'000, 1'000'001, 0, 64 << 20,
              v1::COPY_KIND_H2D, v1::MEMORY_KIND_PAGEABLE, v1::MEMORY_KIND_DEVICE, 0};
   // Streams run concurrently: the second kernel started before the first.
@@ -282,7 +211,7 @@ TEST_CASE("A batch with delta-encoded times and correlation ids round-trips fiel
   acts[2] = {v1::ACTIVITY_KIND_KERNEL, 1, 14, t0 + 920'000, t0 + 921'000, 1'000'005, 6, 0,
              v1::COPY_KIND_UNSPECIFIED, v1::MEMORY_KIND_UNSPECIFIED,
              v1::MEMORY_KIND_UNSPECIFIED, 3};
-  encodeActivities(acts, batch);
+  v1::EventBatch batch = encodeEvents(41, t0, calls, acts);
 
   v1::StringDef* name = batch.add_strings();
   name->set_id(5);
@@ -330,13 +259,13 @@ TEST_CASE("A batch with delta-encoded times and correlation ids round-trips fiel
   CHECK(got.sequence() == 41);
   CHECK(got.base_time_ns() == t0);
 
-  const std::vector<PlainApiCall> got_calls = decodeApiCalls(got);
+  const std::vector<ApiCallEvent> got_calls = decodeApiCalls(got);
   REQUIRE(got_calls.size() == calls.size());
   for (size_t i = 0; i < calls.size(); ++i) {
     INFO("api call " << i);
     CHECK(got_calls[i] == calls[i]);
   }
-  const std::vector<PlainActivity> got_acts = decodeActivities(got);
+  const std::vector<DeviceActivityEvent> got_acts = decodeActivities(got);
   REQUIRE(got_acts.size() == acts.size());
   for (size_t i = 0; i < acts.size(); ++i) {
     INFO("activity " << i);
@@ -376,14 +305,11 @@ TEST_CASE("A launch-heavy batch fits the budget of 16 bytes per event", "[proto]
   // domain left out. This is the schema's side of the budget of ARCHITECTURE.md section 8: a
   // plain field-by-field encoding of typical launch-bound work meets it. A new field written on
   // every launch breaks this test on purpose: find the bytes elsewhere first.
-  v1::EventBatch batch;
-  batch.set_sequence(1000);
-  batch.set_base_time_ns(5'000'000'000'000ULL);
-  std::vector<PlainApiCall> calls;
-  std::vector<PlainActivity> acts;
-  const uint64_t t0 = batch.base_time_ns();
+  std::vector<ApiCallEvent> calls;
+  std::vector<DeviceActivityEvent> acts;
+  const uint64_t t0 = 5'000'000'000'000ULL;
   for (uint64_t i = 0; i < 1000; ++i) {
-    PlainApiCall c;
+    ApiCallEvent c;
     c.kind = v1::API_KIND_LAUNCH;
     c.thread_id = 31'337;
     c.start_ns = t0 + i * 8'000;
@@ -392,7 +318,7 @@ TEST_CASE("A launch-heavy batch fits the budget of 16 bytes per event", "[proto]
     c.stream = 13;
     c.api_name_id = 1;
     calls.push_back(c);
-    PlainActivity a;
+    DeviceActivityEvent a;
     a.kind = v1::ACTIVITY_KIND_KERNEL;
     a.stream = 13;
     a.start_ns = c.end_ns + 2'000;
@@ -401,8 +327,7 @@ TEST_CASE("A launch-heavy batch fits the budget of 16 bytes per event", "[proto]
     a.name_id = 1 + static_cast<uint32_t>(i % 40);
     acts.push_back(a);
   }
-  encodeApiCalls(calls, batch);
-  encodeActivities(acts, batch);
+  const v1::EventBatch batch = encodeEvents(1000, t0, calls, acts);
   // Each element after the first of its list (the first carries a delta from the batch base) costs
   // its field tag, its length prefix and its body.
   const auto wire_size = [](const google::protobuf::MessageLite& m) {
@@ -686,4 +611,52 @@ TEST_CASE("The recording format numbers are consistent", "[proto][format]") {
   CHECK(gapwatch::kFileMagic[0] == 0x89);
   // A length prefix of a maximal frame fits in 4 varint bytes.
   CHECK(google::protobuf::io::CodedOutputStream::VarintSize32(gapwatch::kMaxFrameBytes) == 4);
+}
+
+namespace {
+
+template <std::size_t N>
+void checkGeneratedFields(const google::protobuf::Descriptor* message,
+                          const gapwatch::wire::Field (&fields)[N]) {
+  using google::protobuf::FieldDescriptor;
+  using gapwatch::wire::WireType;
+  INFO("message " << message->name());
+  REQUIRE(static_cast<int>(N) == message->field_count());
+  for (int i = 0; i < message->field_count(); ++i) {
+    const FieldDescriptor* f = message->field(i);
+    INFO("field " << f->name());
+    CHECK(fields[i].number == static_cast<uint32_t>(f->number()));
+    CHECK(fields[i].repeated == f->is_repeated());
+    CHECK(fields[i].packed == f->is_packed());
+    const bool length_delimited = f->is_packed() || f->type() == FieldDescriptor::TYPE_STRING ||
+                                  f->type() == FieldDescriptor::TYPE_BYTES ||
+                                  f->type() == FieldDescriptor::TYPE_MESSAGE;
+    CHECK((fields[i].wire_type == WireType::kLengthDelimited) == length_delimited);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("The generated wire schema says what libprotobuf's descriptors say", "[proto][wire]") {
+  namespace wire = gapwatch::wire;
+  checkGeneratedFields(v1::ApiCall::descriptor(), wire::ApiCall::kFields);
+  checkGeneratedFields(v1::DeviceActivity::descriptor(), wire::DeviceActivity::kFields);
+  checkGeneratedFields(v1::NcclCall::descriptor(), wire::NcclCall::kFields);
+  checkGeneratedFields(v1::StringDef::descriptor(), wire::StringDef::kFields);
+  checkGeneratedFields(v1::Marker::descriptor(), wire::Marker::kFields);
+  checkGeneratedFields(v1::DropCounter::descriptor(), wire::DropCounter::kFields);
+  checkGeneratedFields(v1::EventBatch::descriptor(), wire::EventBatch::kFields);
+  checkGeneratedFields(v1::Hello::descriptor(), wire::Hello::kFields);
+  checkGeneratedFields(v1::Goodbye::descriptor(), wire::Goodbye::kFields);
+  checkGeneratedFields(v1::Frame::descriptor(), wire::Frame::kFields);
+  // The naming rule: the enum's prefix dropped, PascalCase, a letter after a digit kept.
+  STATIC_REQUIRE(wire::ApiKind::kMemcpyAsync == v1::API_KIND_MEMCPY_ASYNC);
+  STATIC_REQUIRE(wire::CopyKind::kH2D == v1::COPY_KIND_H2D);
+  STATIC_REQUIRE(wire::NcclDataType::kFloat8E4M3 == v1::NCCL_DATA_TYPE_FLOAT8_E4M3);
+  STATIC_REQUIRE(wire::Probe::kCuptiRuntimeCallbacks == v1::PROBE_CUPTI_RUNTIME_CALLBACKS);
+  STATIC_REQUIRE(wire::ExitReason::kNormal == v1::EXIT_REASON_NORMAL);
+  STATIC_REQUIRE(wire::MemoryKind::kMaxValue == v1::MemoryKind_MAX);
+  STATIC_REQUIRE(wire::ApiCall::kCallSiteId == v1::ApiCall::kCallSiteIdFieldNumber);
+  STATIC_REQUIRE(wire::Hello::kRankField.explicit_presence);
+  STATIC_REQUIRE(!wire::ApiCall::kKindField.explicit_presence);
 }

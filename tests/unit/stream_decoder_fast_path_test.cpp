@@ -15,6 +15,7 @@
 #include "reader/stream_decoder.h"
 
 #include <gapwatch/v1/stream.pb.h>
+#include <gapwatch/wire_schema.h>
 #include <google/protobuf/stubs/logging.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 namespace {
 
 using namespace gapwatch;
+namespace batch = gapwatch::wire::EventBatch;
 
 // ---- Writing the wire format by hand ------------------------------------------------------------
 
@@ -126,11 +128,11 @@ class Wire {
   std::string stringDef() {
     std::string out;
     if (!chance(4)) {
-      tag(out, 1, 0);
+      tag(out, wire::StringDef::kId, 0);
       varint(out, value());
     }
     if (!chance(4)) {
-      tag(out, 2, 0);
+      tag(out, wire::StringDef::kKind, 0);
       varint(out, rng_() % 8);
     }
     std::string text;
@@ -138,8 +140,8 @@ class Wire {
     for (std::size_t i = 0; i < length; ++i) text.push_back(static_cast<char>('a' + rng_() % 26));
     if (has(kNotAscii) && chance(2)) text += "\xc3\xa9";  // UTF-8, not ASCII
     if (has(kNotUtf8) && chance(2)) text.push_back(static_cast<char>(0x80 + rng_() % 0x40));
-    if (!chance(8)) lengthDelimited(out, 3, text);
-    if (has(kRepeated) && chance(4)) lengthDelimited(out, 3, "again");  // the last one wins
+    if (!chance(8)) lengthDelimited(out, wire::StringDef::kText, text);
+    if (has(kRepeated) && chance(4)) lengthDelimited(out, wire::StringDef::kText, "again");  // the last one wins
     return out;
   }
 
@@ -148,11 +150,11 @@ class Wire {
     std::string out;
     const bool base_late = has(kLateBase);
     if (!chance(10)) {
-      tag(out, 1, 0);
+      tag(out, batch::kSequence, 0);
       varint(out, value());
     }
     if (!base_late && !chance(10)) {
-      tag(out, 2, 0);
+      tag(out, batch::kBaseTimeNs, 0);
       varint(out, value());
     }
     std::vector<std::string> items;
@@ -161,20 +163,21 @@ class Wire {
       lengthDelimited(item, field, bytes);
       items.push_back(std::move(item));
     };
-    for (std::size_t i = rng_() % 4; i > 0; --i) add(3, stringDef());
-    for (std::size_t i = rng_() % 12; i > 0; --i) add(4, varintMessage(17));
-    for (std::size_t i = rng_() % 12; i > 0; --i) add(5, varintMessage(13));
-    for (std::size_t i = rng_() % 5; i > 0; --i) add(6, varintMessage(14));
-    for (std::size_t i = rng_() % 5; i > 0; --i) add(7, varintMessage(5));
-    for (std::size_t i = rng_() % 3; i > 0; --i) add(8, varintMessage(3));
+    for (std::size_t i = rng_() % 4; i > 0; --i) add(batch::kStrings, stringDef());
+    for (std::size_t i = rng_() % 12; i > 0; --i) add(batch::kApiCalls, varintMessage(wire::ApiCall::kMaxFieldNumber));
+    for (std::size_t i = rng_() % 12; i > 0; --i)
+      add(batch::kActivities, varintMessage(wire::DeviceActivity::kMaxFieldNumber));
+    for (std::size_t i = rng_() % 5; i > 0; --i) add(batch::kNcclCalls, varintMessage(wire::NcclCall::kMaxFieldNumber));
+    for (std::size_t i = rng_() % 5; i > 0; --i) add(batch::kMarkers, varintMessage(wire::Marker::kMaxFieldNumber));
+    for (std::size_t i = rng_() % 3; i > 0; --i) add(batch::kDrops, varintMessage(wire::DropCounter::kMaxFieldNumber));
     if (has(kShuffled)) std::shuffle(items.begin(), items.end(), rng_);  // lists interleaved
     for (const std::string& item : items) out += item;
     if (base_late) {
-      tag(out, 2, 0);
+      tag(out, batch::kBaseTimeNs, 0);
       varint(out, value());
     }
     if (has(kUnknown) && chance(4)) {  // an unknown batch field
-      tag(out, 9 + static_cast<uint32_t>(rng_() % 20), 0);
+      tag(out, batch::kMaxFieldNumber + 1 + static_cast<uint32_t>(rng_() % 20), 0);
       varint(out, value());
     }
     return out;
@@ -183,13 +186,13 @@ class Wire {
   // A Frame holding a batch, sometimes with something more.
   std::string frame() {
     std::string out;
-    lengthDelimited(out, 2, batch());
+    lengthDelimited(out, wire::Frame::kBatch, batch());
     if (!has(kFrameExtra)) return out;
     switch (rng_() % 4) {
-      case 0: lengthDelimited(out, 2, batch()); break;  // a second batch: merged
-      case 1: lengthDelimited(out, 1, ""); break;       // then a Hello: the oneof switches
-      case 2: lengthDelimited(out, 3, ""); break;       // then a Goodbye
-      case 3: tag(out, 7, 0), varint(out, 1); break;    // an unknown frame field
+      case 0: lengthDelimited(out, wire::Frame::kBatch, batch()); break;  // a second batch: merged
+      case 1: lengthDelimited(out, wire::Frame::kHello, ""); break;       // then a Hello: the oneof switches
+      case 2: lengthDelimited(out, wire::Frame::kGoodbye, ""); break;     // then a Goodbye
+      case 3: tag(out, wire::Frame::kMaxFieldNumber + 4, 0), varint(out, 1); break;  // an unknown frame field
     }
     return out;
   }
