@@ -117,7 +117,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (!fast_result.ok()) {
     const ReadError& a = *fast_result.error;
     const ReadError& b = *parsed_result.error;
-    FUZZ_CHECK(a.kind == b.kind && a.message == b.message && a.offset == b.offset, "different errors");
+    FUZZ_CHECK(a.kind == b.kind && a.offset == b.offset, "different errors");
+    // A length prefix over the frame limit is refused as soon as the bytes so far prove it, so
+    // its message says "frame length of at least N" or "frame length N" depending on where the
+    // source's reads ended (both true); every other message must be the same.
+    const auto tooLong = [](const std::string& m) { return m.find("is over the 16 MiB frame limit") != std::string::npos; };
+    FUZZ_CHECK(a.message == b.message || (a.kind == ReadErrorKind::kCorrupt && tooLong(a.message) && tooLong(b.message)),
+               "different error messages");
     FUZZ_CHECK(!a.message.empty() && a.message.find('\n') == std::string::npos, "an error is one line");
     FUZZ_CHECK(a.offset <= size, "an error's offset is inside the file");
   }
