@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "reader/stream_decoder.h"
+#include "stream_compare.h"
 
 #include <gapwatch/v1/stream.pb.h>
 #include <gapwatch/wire_schema.h>
@@ -30,6 +31,9 @@ namespace {
 
 using namespace gapwatch;
 namespace batch = gapwatch::wire::EventBatch;
+using test::healthFields;
+using test::sameBatch;
+using test::tableOf;
 
 // ---- Writing the wire format by hand ------------------------------------------------------------
 
@@ -232,24 +236,6 @@ class Capture final : public RecordingVisitor {
   std::vector<DecodedBatch> batches;
   std::vector<std::size_t> table_sizes;
 };
-
-bool sameBatch(const DecodedBatch& a, const DecodedBatch& b) {
-  return a.sequence == b.sequence && a.base_time_ns == b.base_time_ns && a.frame_offset == b.frame_offset &&
-         a.strings == b.strings && a.api_calls == b.api_calls && a.activities == b.activities &&
-         a.nccl_calls == b.nccl_calls && a.markers == b.markers && a.drops == b.drops;
-}
-
-auto healthFields(const StreamHealth& h) {
-  return std::make_tuple(h.has_hello, h.has_goodbye, h.batches, h.batches_missing, h.batches_out_of_order,
-                         h.frames_before_hello, h.extra_hellos, h.frames_after_goodbye);
-}
-
-std::vector<std::tuple<int, uint32_t, std::string>> tableOf(const StringTable& strings) {
-  std::vector<std::tuple<int, uint32_t, std::string>> entries;
-  strings.forEach([&](v1::StringKind kind, uint32_t id, const std::string& text) { entries.emplace_back(kind, id, text); });
-  std::sort(entries.begin(), entries.end());
-  return entries;
-}
 
 std::string helloFrame(uint32_t pid) {
   v1::Frame frame;

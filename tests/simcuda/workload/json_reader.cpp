@@ -151,6 +151,13 @@ json parse_json_text(const std::string& text) {
     std::string detail = message;
     if (auto colon = message.find("]"); colon != std::string::npos) detail = message.substr(colon + 2);
     throw InputError("invalid JSON: " + detail, std::to_string(line) + ":" + std::to_string(column));
+  } catch (const json::out_of_range& e) {
+    // A number no double holds ("1e400"): nlohmann throws this rather than a parse_error, and
+    // with no position. Not caught, it ended gapwatch-sim with std::terminate (found by
+    // tests/fuzz/scenario_parser_fuzz.cpp).
+    std::string message = e.what();
+    if (auto bracket = message.find("] "); bracket != std::string::npos) message = message.substr(bracket + 2);
+    throw InputError("invalid JSON: " + message);
   }
 }
 
