@@ -124,7 +124,7 @@ void printFindings(const ProcessAnalysis& p, const TerminalStyle& style, std::os
 
 void printNotes(const ProcessAnalysis& p, const TerminalStyle& style, std::ostream& out) {
   if (p.notes.empty()) return;
-  row(out, "notes") << "worth a look, though they explain no idle time\n";
+  row(out, "notes") << "worth a look, though none explains enough idle time to be a finding\n";
   for (std::size_t i = 0; i < p.notes.size(); ++i) printFinding(i + 1, p.notes[i], style, out);
 }
 

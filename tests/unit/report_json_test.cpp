@@ -97,7 +97,7 @@ TEST_CASE("a process has its identity, totals, idle by cause, devices and the ot
     INFO(cause);
     CHECK(causes[cause].is_number_unsigned());
   }
-  for (const char* key : {"sync_points", "devices", "findings"}) CHECK(p[key].is_array());
+  for (const char* key : {"sync_points", "devices", "findings", "notes"}) CHECK(p[key].is_array());
   for (const char* key : {"launches", "nccl", "steps", "drops", "events"}) CHECK(p[key].is_object());
   CHECK(p["sync_points"][0]["type"] == "stream_sync");
   CHECK(p["sync_points"][0]["name"] == "stream synchronize");

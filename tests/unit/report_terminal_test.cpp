@@ -85,6 +85,23 @@ TEST_CASE("the verdict is the first line after the file's name, and the findings
   CHECK(text.find("##############################") != std::string::npos);
 }
 
+TEST_CASE("notes follow the findings, with their fix, and stay out of the verdict") {
+  RunReport content = contentWithOneProcess();
+  content.analysis.processes[0].devices[0].leading_ns = 60'000 * kMs;  // a minute before the first kernel
+  diagnoseReport(content.analysis);
+  REQUIRE(content.analysis.processes[0].notes.size() == 1);
+  const std::string text = render(content, false);
+  const auto findings = text.find("findings   ranked by the idle time each explains");
+  const auto notes = text.find("notes      worth a look, though none explains enough idle time to be a finding");
+  REQUIRE(findings != std::string::npos);
+  REQUIRE(notes != std::string::npos);
+  CHECK(findings < notes);
+  CHECK(text.find("1  In a long start-up before the first GPU work (compile, warm-up)", notes) != std::string::npos);
+  CHECK(text.find("fix  Warm up before timing", notes) != std::string::npos);
+  CHECK(text.find("GPU idle 80.0% of the time; 100% of it waiting on the data pipeline (host CPU)") !=
+        std::string::npos);
+}
+
 TEST_CASE("without colour there is no escape byte at all; with it, recorded strings stay escaped") {
   const RunReport content = contentWithOneProcess();
   const std::string plain = render(content, false);
