@@ -41,9 +41,11 @@ by exactly what it moved, so a slow or busy machine cannot make the test fail. W
 cannot hide is a systematic error at every call (a hook that timed its own bookkeeping): the
 median check catches that.
 """
+import bisect
 import glob
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,7 +84,6 @@ def merge_intervals(intervals):
 
 def idle_overlap(intervals, gaps):
     """Idle nanoseconds inside the union of `intervals`; `gaps` sorted, disjoint [g0, g1)."""
-    import bisect
     starts = [g[0] for g in gaps]
     total = 0
     for lo, hi in merge_intervals(intervals):
@@ -126,7 +127,6 @@ def boundary_slack(pairs, device_truth):
         edges.append((min(enter, start), max(enter, start)))
         edges.append((min(exit_, end), max(exit_, end)))
     slack = idle_overlap(edges, gaps)
-    import bisect
     starts = [g[0] for g in gaps]
     flipped = set()
     for _, _, exit_, _, end in pairs:
@@ -140,7 +140,6 @@ def boundary_slack(pairs, device_truth):
 
 def boundary_medians(pairs):
     """{'api entry': median |recorded - truth| ns, ...} over the matched calls."""
-    import statistics
     medians = {}
     for kind in ("api", "nccl"):
         mine = [p for p in pairs if p[0] == kind]
