@@ -20,6 +20,7 @@
 extern "C" {
 void** __cudaRegisterFatBinary(void*);
 void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*);
+void simcuda_kernel_duration_from_argument(const char* mangled_name);  // the simulator's: ns in the first argument
 }
 
 namespace {
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   void** h = __cudaRegisterFatBinary(fatbin);
   __cudaRegisterFunction(h, &g_stub, const_cast<char*>("_Z5benchv"), "_Z5benchv", -1, nullptr, nullptr, nullptr,
                          nullptr, nullptr);
+  simcuda_kernel_duration_from_argument("_Z5benchv");
   std::vector<double> per_call(size_t(threads), 0.0);
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t)

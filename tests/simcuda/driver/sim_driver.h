@@ -105,6 +105,12 @@ class SIMCUDA_EXPORT ApiScope {
 SIMCUDA_EXPORT SimApiCall* open_nccl_call(const char* name, uint64_t enter_ns, uint64_t bytes);
 SIMCUDA_EXPORT void close_nccl_call(SimApiCall* call, uint64_t stream_id);
 
+// ---- kernels -------------------------------------------------------------------------------------
+// A kernel launch's device duration (kernel_duration.cpp says where it comes from: a per-name
+// table, the first argument of kernels registered for it, or the launch's grid and block shape).
+SIMCUDA_EXPORT int64_t kernel_duration_ns(const char* name, const unsigned grid[3], const unsigned block[3],
+                                          void** args);
+
 // ---- the virtual device ------------------------------------------------------------------------
 struct Stream;  // what a cudaStream_t / CUstream points to
 struct Event;   // what a cudaEvent_t / CUevent points to

@@ -3,8 +3,8 @@
 // CUDA 13's `<<<>>>` compiles to __cudaPushCallConfiguration / __cudaPopCallConfiguration, then
 // __cudaGetKernel + __cudaLaunchKernel (or _ptsz); cudaLaunchKernel and cudaLaunchKernelExC are
 // what frameworks call directly. All of them end in the driver's cuLaunchKernel, whose callback
-// fires nested inside the runtime one. A simulated kernel's device time is its first argument, an
-// int64_t of nanoseconds (see simcuda/timeline.h).
+// fires nested inside the runtime one. A kernel's device time comes from kernel_duration.cpp's
+// model (a per-name table, a duration argument, or the grid's shape).
 #include <string.h>
 
 #include <mutex>
@@ -20,16 +20,6 @@ std::mutex g_kernels_mu;
 std::unordered_map<const void*, Kernel*>& kernels() {
   static auto* map = new std::unordered_map<const void*, Kernel*>;
   return *map;
-}
-
-// Used when a launch passes no arguments: a kernel must take some device time.
-constexpr int64_t kDefaultKernelNs = 1000;
-
-int64_t duration_from_args(void** args) {
-  if (!args || !args[0]) return kDefaultKernelNs;
-  int64_t ns;
-  memcpy(&ns, args[0], sizeof ns);
-  return ns < 0 ? 0 : ns;
 }
 
 struct CallConfig {
@@ -65,7 +55,8 @@ cudaError_t launch(CUpti_CallbackId cbid, const char* api, const void* params, c
     OpRequest request;
     request.kind = SIM_OP_KERNEL;
     request.stream = stream;
-    request.duration_ns = duration_from_args(args);
+    const unsigned grid_dims[3] = {grid.x, grid.y, grid.z}, block_dims[3] = {block.x, block.y, block.z};
+    request.duration_ns = kernel_duration_ns(kernel->name, grid_dims, block_dims, args);
     request.name = kernel->name;
     request.correlation_id = scope.correlation_id();
     request.grid[0] = int(grid.x), request.grid[1] = int(grid.y), request.grid[2] = int(grid.z);

@@ -13,6 +13,7 @@ void __cudaRegisterFunction(void** handle, const char* host_fun, char* device_fu
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* host_stub);
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
                                cudaStream_t stream);
+void simcuda_kernel_duration_from_argument(const char* mangled_name);
 }
 
 namespace simtest {
@@ -27,6 +28,7 @@ inline void register_kernel(TestKernel& k, const char* mangled_name) {
   static char fatbin[16];
   static void** handle = __cudaRegisterFatBinary(fatbin);
   k.name = mangled_name;
+  simcuda_kernel_duration_from_argument(mangled_name);
   __cudaRegisterFunction(handle, &k.stub, const_cast<char*>(mangled_name), mangled_name, -1, nullptr, nullptr,
                          nullptr, nullptr, nullptr);
 }

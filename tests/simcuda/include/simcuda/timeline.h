@@ -9,11 +9,15 @@
 //
 // How a program asks the virtual device for work: through the real CUDA API only. Kernels are
 // registered the way nvcc's generated code registers them (__cudaRegisterFatBinary, then
-// __cudaRegisterFunction with the host stub's address and the kernel's mangled name), and every
-// simulated kernel takes its device duration in nanoseconds as its first argument, an int64_t:
+// __cudaRegisterFunction with the host stub's address and the kernel's mangled name), or loaded
+// through the driver API (cuModuleLoadData, cuModuleGetFunction). A kernel's device duration comes
+// from a per-name table (SIMCUDA_KERNEL_DURATIONS, SIMCUDA_KERNEL_DURATIONS_FILE), else, for a
+// kernel registered with simcuda_kernel_duration_from_argument, from its first argument, an
+// int64_t of nanoseconds (what gapwatch-sim and the simulator's tests use):
 //   void* args[] = {&duration_ns};  cudaLaunchKernel(stub, grid, block, args, 0, stream);
-// Copies and memsets take their device time from the bandwidths in SimDeviceConfig. Device memory
-// from cudaMalloc is address space only: the virtual device models time, not data.
+// else from its grid and block shape (docs/simcuda.md gives the model). Copies and memsets take
+// their device time from the bandwidths in SimDeviceConfig. Device memory from cudaMalloc is
+// address space only: the virtual device models time, not data.
 //
 // Times are CLOCK_MONOTONIC nanoseconds, the virtual device's own clock. Thread ids are Linux tids.
 // The log only grows while the process runs; read it after the work is done (after a device
@@ -132,6 +136,10 @@ typedef struct SimDeviceConfig {
 } SimDeviceConfig;
 
 void simcuda_configure(const SimDeviceConfig* config);
+
+// Marks a kernel (by mangled name) as one whose first argument is its device duration in ns, an
+// int64_t. Call before its first launch; a per-name table entry still takes precedence.
+void simcuda_kernel_duration_from_argument(const char* mangled_name);
 
 #ifdef __cplusplus
 }
