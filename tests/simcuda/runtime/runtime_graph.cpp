@@ -37,6 +37,11 @@ bool capture_if_active(Stream* stream, const OpRequest& request) {
   return true;
 }
 
+bool stream_is_capturing(Stream* stream) {
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  return capturing().count(stream) != 0;
+}
+
 }  // namespace simcuda::runtime
 
 using namespace simcuda;

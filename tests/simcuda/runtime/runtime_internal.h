@@ -44,8 +44,15 @@ const Kernel* kernel_for_stub(const void* host_stub);
 
 // Stream capture (CUDA graphs): a launch on a capturing stream becomes a node instead of work.
 bool capture_if_active(Stream* stream, const OpRequest& request);
+bool stream_is_capturing(Stream* stream);
 
 // Memory: what a pointer is, for copy kinds and pageable/pinned.
 SimMemKind memory_kind(const void* ptr);
+size_t device_bytes_in_use();  // cudaMalloc'd and cudaMallocManaged bytes not yet freed
+
+// Device properties (runtime_properties.cpp).
+bool device_attribute(int attr, int device, int* value);  // false: not a (non-reserved) attribute
+size_t device_total_memory();
+unsigned device_flags();  // cudaSetDeviceFlags
 
 }  // namespace simcuda::runtime
