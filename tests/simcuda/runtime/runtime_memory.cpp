@@ -146,6 +146,7 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
                  bool async, const DriverCopyApi* driver_api = nullptr) {
   if ((!dst || !src) && count) return cudaErrorInvalidValue;
   if (int(kind) < cudaMemcpyHostToHost || int(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+  if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
   SimMemKind src_kind = memory_kind(src), dst_kind = memory_kind(dst);
   uint32_t ck = copy_kind_of(kind, src_kind, dst_kind);
   bool pageable = src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE;
@@ -183,6 +184,7 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
 
 cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_handle, bool async) {
   if (!ptr && count) return cudaErrorInvalidValue;
+  if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
   SimMemKind target = memory_kind(ptr);
   Stream* stream = async ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
@@ -212,6 +214,31 @@ cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_han
 }
 
 }  // namespace
+
+OpRequest copy_request(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  SimMemKind src_kind = memory_kind(src), dst_kind = memory_kind(dst);
+  OpRequest r;
+  r.kind = SIM_OP_MEMCPY;
+  r.bytes = count;
+  r.copy_kind = copy_kind_of(kind, src_kind, dst_kind);
+  r.src_kind = src_kind;
+  r.dst_kind = dst_kind;
+  r.is_async = true;  // graph copies run asynchronously to the host
+  double gbps = gbps_for(r.copy_kind);
+  if (src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE) gbps /= config().pageable_factor;
+  r.duration_ns = transfer_ns(count, gbps);
+  return r;
+}
+
+OpRequest memset_request(void* ptr, size_t bytes) {
+  OpRequest r;
+  r.kind = SIM_OP_MEMSET;
+  r.bytes = bytes;
+  r.dst_kind = memory_kind(ptr);
+  r.is_async = true;
+  r.duration_ns = transfer_ns(bytes, config().memset_gbps);
+  return r;
+}
 
 size_t device_bytes_in_use() {
   std::lock_guard<std::mutex> lock(g_mem_mu);
@@ -267,6 +294,7 @@ SIMCUDA_EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", SIM_CALL_MALLOC, &params,
                 [&](ApiScope& s) -> cudaError_t {
                   if (!ptr) return cudaErrorInvalidValue;
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   s.set_bytes(size);
                   spend(config().alloc_api_ns);
                   cuMemAlloc_v2_params dp{reinterpret_cast<CUdeviceptr*>(ptr), size};
@@ -463,6 +491,7 @@ SIMCUDA_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned i
                 [&](ApiScope& s) -> cudaError_t {
                   if (!ptr || !size) return cudaErrorInvalidValue;
                   if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) return cudaErrorInvalidValue;
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   s.set_bytes(size);
                   spend(config().alloc_api_ns);
                   cuMemAllocManaged_params dp{reinterpret_cast<CUdeviceptr*>(ptr), size, flags};

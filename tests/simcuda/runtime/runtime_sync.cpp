@@ -90,18 +90,23 @@ SIMCUDA_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 SIMCUDA_EXPORT cudaError_t cudaStreamQuery(cudaStream_t handle) {
   cudaStreamQuery_v3020_params params{handle};
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020, "cudaStreamQuery", SIM_CALL_OTHER, &params,
-                [&](ApiScope&) {
-                  return stream_done(resolve_stream(handle, current_device())) ? cudaSuccess : cudaErrorNotReady;
+                [&](ApiScope&) -> cudaError_t {
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
+                  Stream* stream = resolve_stream(handle, current_device());
+                  if (stream_is_capturing(stream)) return cudaErrorStreamCaptureUnsupported;
+                  return stream_done(stream) ? cudaSuccess : cudaErrorNotReady;
                 });
 }
 
 SIMCUDA_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
   cudaStreamSynchronize_v3020_params params{handle};
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize",
-                SIM_CALL_STREAM_SYNC, &params, [&](ApiScope& s) {
+                SIM_CALL_STREAM_SYNC, &params, [&](ApiScope& s) -> cudaError_t {
                   uint64_t enter = now_ns();
                   Stream* stream = resolve_stream(handle, current_device());
                   s.set_stream(stream_id(stream));
+                  if (stream_is_capturing(stream)) return cudaErrorStreamCaptureUnsupported;
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   spend(config().sync_api_ns);
                   cuStreamSynchronize_params dp{reinterpret_cast<CUstream>(handle)};
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize",
@@ -116,7 +121,8 @@ SIMCUDA_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
 
 SIMCUDA_EXPORT cudaError_t cudaDeviceSynchronize(void) {
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize",
-                SIM_CALL_DEVICE_SYNC, nullptr, [&](ApiScope& s) {
+                SIM_CALL_DEVICE_SYNC, nullptr, [&](ApiScope& s) -> cudaError_t {
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   uint64_t enter = now_ns();
                   spend(config().sync_api_ns);
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", SIM_CALL_DEVICE_SYNC,
@@ -170,6 +176,7 @@ SIMCUDA_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t handl
                   if (!event) return cudaErrorInvalidResourceHandle;
                   Stream* stream = resolve_stream(handle, current_device());
                   s.set_stream(stream_id(stream));
+                  if (capture_event_record(stream, as_event(event))) return cudaSuccess;
                   cuEventRecord_params dp{reinterpret_cast<CUevent>(event), reinterpret_cast<CUstream>(handle)};
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuEventRecord, "cuEventRecord", SIM_CALL_EVENT_RECORD, &dp,
                               [&](ApiScope&) {
@@ -191,6 +198,7 @@ SIMCUDA_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, "cudaEventQuery", SIM_CALL_OTHER, &params,
                 [&](ApiScope&) -> cudaError_t {
                   if (!event) return cudaErrorInvalidResourceHandle;
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   return op_done(event_op(as_event(event))) ? cudaSuccess : cudaErrorNotReady;
                 });
 }
@@ -200,6 +208,7 @@ SIMCUDA_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize", SIM_CALL_EVENT_SYNC,
                 &params, [&](ApiScope& s) -> cudaError_t {
                   if (!event) return cudaErrorInvalidResourceHandle;
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   uint64_t enter = now_ns();
                   spend(config().sync_api_ns);
                   cuEventSynchronize_params dp{reinterpret_cast<CUevent>(event)};
@@ -231,6 +240,8 @@ SIMCUDA_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t 
                   uint64_t enter = now_ns();
                   Stream* stream = resolve_stream(handle, current_device());
                   s.set_stream(stream_id(stream));
+                  cudaError_t capture_result = cudaSuccess;
+                  if (capture_stream_wait(stream, as_event(event), &capture_result)) return capture_result;
                   cuStreamWaitEvent_params dp{reinterpret_cast<CUstream>(handle), reinterpret_cast<CUevent>(event),
                                               flags};
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, "cuStreamWaitEvent",
