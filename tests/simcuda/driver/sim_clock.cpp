@@ -29,6 +29,12 @@ void wait_until(uint64_t t) {
   }
 }
 
+void sleep_until(uint64_t t) {
+  timespec ts{time_t(t / 1000000000ull), long(t % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+  }
+}
+
 void spend(int64_t ns) {
   if (ns > 0) wait_until(now_ns() + uint64_t(ns));
 }

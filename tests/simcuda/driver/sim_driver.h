@@ -29,6 +29,8 @@ SIMCUDA_EXPORT uint64_t now_ns();
 // Returns once CLOCK_MONOTONIC >= t: sleeps for most of the wait, spins the last stretch so a
 // simulated sync returns within a microsecond or two of the device time it waited for.
 SIMCUDA_EXPORT void wait_until(uint64_t t);
+// Returns once CLOCK_MONOTONIC >= t, sleeping all the way (a blocking-sync wait: no spinning).
+SIMCUDA_EXPORT void sleep_until(uint64_t t);
 // Host time spent inside an API call (the runtime's own cost): spins, as a real call would.
 SIMCUDA_EXPORT void spend(int64_t ns);
 SIMCUDA_EXPORT int32_t current_tid();
@@ -143,6 +145,17 @@ struct OpRequest {
   int block[3] = {1, 1, 1};
   Rendezvous* rendezvous = nullptr;  // owned by the device once queued
   const Event* wait_event = nullptr; // a stream-wait marker waits for this event's marker
+  // Graph launches: the op also waits for these ops (its graph dependencies); a detached op still
+  // waits for its stream's earlier work but does not become the stream's last op (a graph's
+  // nodes other than the one that ends it).
+  const int64_t* after_ops = nullptr;
+  size_t num_after_ops = 0;
+  bool detached = false;
+  // SIM_OP_HOST_FUNC: runs fn(user_data) on the device's callback thread once everything it
+  // waits for has finished; the op starts then and ends when fn returns. Nothing on its stream
+  // after it can start before. (Callbacks of cudaStreamAddCallback are wrapped into this shape.)
+  void (*host_fn)(void* user_data) = nullptr;
+  void* host_user_data = nullptr;
 };
 
 // Queues an op; returns its index in the op log. The device start is
@@ -154,6 +167,10 @@ SIMCUDA_EXPORT uint64_t wait_op(int64_t op_index);
 // it waited for (0 when nothing was ever queued there).
 SIMCUDA_EXPORT uint64_t wait_stream(Stream* stream);
 SIMCUDA_EXPORT uint64_t wait_device(int device);
+// Blocks until the op's device interval is known (not until it has run); returns its end.
+SIMCUDA_EXPORT uint64_t resolve_op(int64_t op_index);
+// The op's device interval, when known (false while it waits for a host function or peers).
+SIMCUDA_EXPORT bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns);
 // Non-blocking queries: whether the work has finished by now.
 SIMCUDA_EXPORT bool op_done(int64_t op_index);
 SIMCUDA_EXPORT bool stream_done(Stream* stream);
@@ -172,6 +189,8 @@ SIMCUDA_EXPORT void destroy_event(Event* event);
 SIMCUDA_EXPORT void record_event(Event* event, int64_t marker_op_index);
 SIMCUDA_EXPORT int64_t event_op(const Event* event);  // -1 when never recorded
 SIMCUDA_EXPORT uint32_t event_id(const Event* event);
+SIMCUDA_EXPORT unsigned event_flags(const Event* event);  // cudaEventCreateWithFlags' flags
+SIMCUDA_EXPORT unsigned stream_flags(Stream* stream);      // cudaStreamCreateWithFlags' flags
 
 // Host-side records for CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: one per sync call, times on the host.
 struct SyncRecord {

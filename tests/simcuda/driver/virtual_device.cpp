@@ -9,10 +9,28 @@
 // start; a device thread keeps resolving them while any are pending, as a real GPU keeps running
 // while the host does something else.
 //
+// Host functions (cudaLaunchHostFunc, cudaStreamAddCallback, graph host nodes) are the other
+// exception: a real thread must run them, and their end is the moment the function returns. Such
+// an op stays unresolved, like an NCCL kernel waiting for peers, until the device's callback
+// thread (one per device, started with its first host function, as the real runtime has one per
+// context) has run it: that thread takes, in the order they become ready, the host functions whose
+// dependencies have all finished (on CLOCK_MONOTONIC), runs each to completion, one at a time, with
+// no lock held (so a callback may call CUDA or start threads), and records start = when it called
+// the function and end = when it returned. Everything after it on its stream then resolves from that end.
+//
+// Copy engines: host-to-device and device-to-host copies each go through a limited set of copy
+// engines (kCopyEnginesPerDirection); a copy starts no earlier than the earliest moment one of its
+// direction's engines is free, so copies in one direction on different streams queue behind each
+// other. Engines are handed out as copies resolve, in op order (the order they are queued, unless
+// an earlier copy still waits for something unresolved). Kernels, device-to-device copies and
+// memsets have no such limit.
+//
 // Lock: DeviceState::mu guards everything below. It is never held while sleeping, while a CUPTI
 // callback runs, or while calling into another library, except CuptiSink::activity_enabled (an
 // atomic read in libcupti, which never calls back into the driver).
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -36,7 +54,7 @@ struct Stream {
 };
 
 struct Event {
-  int device = 0;
+  int device = 0;  // flags: cudaEventBlockingSync, cudaEventDisableTiming, cudaEventInterprocess
   unsigned flags = 0;
   uint32_t id = 0;
   int64_t op = -1;  // the marker op of the last record
@@ -54,7 +72,17 @@ struct OpState {
   bool traced = false;
   bool delivered = false;
   uint32_t graph_id = 0;
+  // SIM_OP_HOST_FUNC: run by the callback thread; resolved once it has returned.
+  void (*host_fn)(void*) = nullptr;
+  void* host_user_data = nullptr;
+  bool host_done = false;
 };
+
+// Copy engines per direction (H2D, D2H). An H200 reports asyncEngineCount 3, and the driver by
+// default gives each direction (H2D, D2H, peer-to-peer) its own engine, so concurrent copies in one
+// direction serialise (NVIDIA developer forum, "Three concurrent cudaMemcpyAsync(HtoD) calls still
+// serialized on H100/H20 even when asyncEngineCount == 3", thread 365145; docs/simcuda.md).
+constexpr int kCopyEnginesPerDirection = 1;
 
 struct DeviceState {
   std::mutex mu;
@@ -68,6 +96,12 @@ struct DeviceState {
   uint64_t next_stream_id = 13;  // CUPTI numbers created streams after the default one (7)
   uint32_t next_event_id = 1;
   bool device_thread_started = false;
+  // Per device: when each copy engine of a direction (0: H2D, 1: D2H) is next free.
+  std::vector<std::array<std::array<uint64_t, kCopyEnginesPerDirection>, 2>> engine_free;
+  // Per device: host-function ops not yet run, and whether its callback thread runs.
+  std::vector<std::vector<uint64_t>> host_pending;
+  std::vector<bool> callback_thread_started;
+  std::condition_variable host_work;  // wakes the callback threads
 };
 
 // Never destroyed: the device thread and late CUPTI flushes may run while static destructors do.
@@ -87,6 +121,9 @@ CUpti_ActivityKind activity_kind_of(uint32_t kind) {
 
 Stream* legacy_locked(DeviceState& s, int device) {
   if (s.legacy.empty()) {
+    s.engine_free.assign(size_t(device_count()), {});
+    s.host_pending.assign(size_t(device_count()), {});
+    s.callback_thread_started.assign(size_t(device_count()), false);
     for (int d = 0; d < device_count(); ++d) {
       auto* st = new Stream;
       st->device = d;
@@ -99,13 +136,34 @@ Stream* legacy_locked(DeviceState& s, int device) {
   return s.legacy.at(size_t(std::clamp(device, 0, int(s.legacy.size()) - 1)));
 }
 
+// The copy-engine direction of an op: 0 (H2D), 1 (D2H), or -1 when it uses no engine.
+int engine_direction(const SimDeviceOp& op) {
+  if (op.kind != SIM_OP_MEMCPY) return -1;
+  if (op.copy_kind == SIM_COPY_H2D) return 0;
+  if (op.copy_kind == SIM_COPY_D2H) return 1;
+  return -1;
+}
+
 bool try_resolve(DeviceState& s, uint64_t i) {
   OpState& st = s.states[i];
   if (st.resolved) return true;
+  if (st.host_fn) {
+    // Its times were set by the callback thread when the function returned.
+    if (!st.host_done) return false;
+    st.resolved = true;
+    return true;
+  }
   uint64_t start = st.not_before;
   for (int64_t d : st.deps) {
     if (!s.states[size_t(d)].resolved) return false;
     start = std::max(start, s.ops[size_t(d)].end_ns);
+  }
+  int dir = engine_direction(s.ops[i]);
+  if (dir >= 0) {
+    auto& engines = s.engine_free.at(s.ops[i].device)[size_t(dir)];
+    auto engine = std::min_element(engines.begin(), engines.end());
+    start = std::max(start, *engine);
+    *engine = start + uint64_t(st.duration);
   }
   uint64_t end = start + uint64_t(st.duration);
   if (st.rendezvous) {
@@ -163,6 +221,69 @@ void device_thread_main() {
     } else {
       s.work_pending.wait(lock);
     }
+  }
+}
+
+// When a pending host-function op may start: the latest end of what it waits for; false while
+// one of those is unresolved.
+bool host_ready_at(DeviceState& s, uint64_t i, uint64_t* ready) {
+  const OpState& st = s.states[i];
+  uint64_t t = st.not_before;
+  for (int64_t d : st.deps) {
+    if (!s.states[size_t(d)].resolved) return false;
+    t = std::max(t, s.ops[size_t(d)].end_ns);
+  }
+  *ready = t;
+  return true;
+}
+
+void callback_thread_main(int device) {
+  DeviceState& s = state();
+  std::unique_lock<std::mutex> lock(s.mu);
+  for (;;) {
+    resolve_locked(s);
+    auto& pending = s.host_pending[size_t(device)];
+    if (pending.empty()) {
+      s.host_work.wait(lock);
+      continue;
+    }
+    size_t best = pending.size();
+    uint64_t best_ready = UINT64_MAX;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      uint64_t ready;
+      if (host_ready_at(s, pending[k], &ready) && ready < best_ready) {
+        best = k;
+        best_ready = ready;
+      }
+    }
+    if (best == pending.size()) {
+      // Everything pending waits for something unresolved (another host function, peers).
+      uint32_t epoch = 0;
+      Rendezvous* rv = blocking_rendezvous(s, &epoch);
+      lock.unlock();
+      wait_for_peers(rv, epoch);
+      lock.lock();
+      continue;
+    }
+    uint64_t now = now_ns();
+    if (best_ready > now + 200000) {
+      // Sleep towards it; new work (which may be ready sooner) wakes the thread.
+      s.host_work.wait_for(lock, std::chrono::nanoseconds(best_ready - now - 200000));
+      continue;
+    }
+    uint64_t index = pending[best];
+    pending.erase(pending.begin() + std::ptrdiff_t(best));
+    void (*fn)(void*) = s.states[index].host_fn;
+    void* user_data = s.states[index].host_user_data;
+    lock.unlock();
+    wait_until(best_ready);
+    uint64_t start = now_ns();
+    fn(user_data);
+    uint64_t end = now_ns();
+    lock.lock();
+    s.ops[index].start_ns = start;
+    s.ops[index].end_ns = end;
+    s.states[index].host_done = true;
   }
 }
 
@@ -226,7 +347,11 @@ int64_t enqueue(const OpRequest& r) {
   st.not_before = now + uint64_t(cfg.launch_latency_ns);
   st.duration = std::max<int64_t>(0, r.duration_ns);
   st.graph_id = r.graph_id;
+  st.host_fn = r.kind == SIM_OP_HOST_FUNC ? r.host_fn : nullptr;
+  st.host_user_data = r.host_user_data;
   if (stream->tail >= 0) st.deps.push_back(stream->tail);
+  for (size_t k = 0; k < r.num_after_ops; ++k)
+    if (r.after_ops[k] >= 0) st.deps.push_back(r.after_ops[k]);
   if (stream->legacy) {
     // The legacy default stream waits for all work queued on blocking streams before it.
     for (Stream* other : s.streams)
@@ -243,10 +368,20 @@ int64_t enqueue(const OpRequest& r) {
   CUpti_ActivityKind ak = activity_kind_of(r.kind);
   st.traced = ak != CUPTI_ACTIVITY_KIND_INVALID && sink && sink->activity_enabled && sink->activity_enabled(ak);
 
+  bool host_fn = st.host_fn != nullptr;
   s.ops.push_back(op);
   s.states.push_back(std::move(st));
-  stream->tail = int64_t(op.index);
+  if (!r.detached) stream->tail = int64_t(op.index);
+  if (host_fn) {
+    size_t d = size_t(stream->device);
+    s.host_pending[d].push_back(op.index);
+    if (!s.callback_thread_started[d]) {
+      s.callback_thread_started[d] = true;
+      std::thread(callback_thread_main, int(d)).detach();
+    }
+  }
   resolve_locked(s);
+  if (host_fn || !s.host_pending[size_t(stream->device)].empty()) s.host_work.notify_all();
   if (r.rendezvous) {
     if (!s.device_thread_started) {
       s.device_thread_started = true;
@@ -258,6 +393,19 @@ int64_t enqueue(const OpRequest& r) {
 }
 
 uint64_t wait_op(int64_t op_index) { return wait_for({op_index}); }
+
+uint64_t resolve_op(int64_t op_index) { return resolved_end({op_index}); }
+
+bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns) {
+  if (op_index < 0) return false;
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  resolve_locked(s);
+  if (size_t(op_index) >= s.ops.size() || !s.states[size_t(op_index)].resolved) return false;
+  *start_ns = s.ops[size_t(op_index)].start_ns;
+  *end_ns = s.ops[size_t(op_index)].end_ns;
+  return true;
+}
 
 uint64_t wait_stream(Stream* stream) {
   DeviceState& s = state();
@@ -374,6 +522,10 @@ int64_t event_op(const Event* event) {
 }
 
 uint32_t event_id(const Event* event) { return event->id; }
+
+unsigned event_flags(const Event* event) { return event->flags; }
+
+unsigned stream_flags(Stream* stream) { return stream ? stream->flags : 0; }
 
 void add_sync_record(const SyncRecord& record) {
   // Traced only while CUPTI has the kind enabled, like every other record.

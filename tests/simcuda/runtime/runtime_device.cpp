@@ -68,45 +68,23 @@ SIMCUDA_EXPORT cudaError_t cudaDeviceReset(void) {
 }
 
 SIMCUDA_EXPORT cudaError_t cudaDriverGetVersion(int* version) {
-  if (!version) return cudaErrorInvalidValue;
-  *version = CUDA_VERSION;
-  return cudaSuccess;
+  cudaDriverGetVersion_v3020_params params{version};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020, "cudaDriverGetVersion", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> cudaError_t {
+                  if (!version) return cudaErrorInvalidValue;
+                  *version = CUDA_VERSION;
+                  return cudaSuccess;
+                });
 }
 
 SIMCUDA_EXPORT cudaError_t cudaRuntimeGetVersion(int* version) {
-  if (!version) return cudaErrorInvalidValue;
-  *version = CUDART_VERSION;
-  return cudaSuccess;
-}
-
-SIMCUDA_EXPORT const char* cudaGetErrorName(cudaError_t error) {
-  switch (error) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorIllegalState: return "cudaErrorIllegalState";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
-    default: return "cudaErrorUnknown";
-  }
-}
-
-SIMCUDA_EXPORT const char* cudaGetErrorString(cudaError_t error) {
-  switch (error) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidDeviceFunction: return "invalid device function";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    default: return cudaGetErrorName(error);
-  }
+  cudaRuntimeGetVersion_v3020_params params{version};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020, "cudaRuntimeGetVersion", SIM_CALL_OTHER,
+                &params, [&](ApiScope&) -> cudaError_t {
+                  if (!version) return cudaErrorInvalidValue;
+                  *version = CUDART_VERSION;
+                  return cudaSuccess;
+                });
 }
 
 }  // extern "C"

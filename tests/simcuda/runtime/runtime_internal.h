@@ -44,8 +44,31 @@ const Kernel* kernel_for_stub(const void* host_stub);
 
 // Stream capture (CUDA graphs): a launch on a capturing stream becomes a node instead of work.
 bool capture_if_active(Stream* stream, const OpRequest& request);
+bool stream_is_capturing(Stream* stream);
+// A "potentially unsafe" call (cudaMalloc, synchronous copies and memsets, syncs, queries) while
+// this thread's capture mode prohibits it (cudaStreamCaptureModeGlobal / ThreadLocal, as
+// documented at cudaStreamBeginCapture): cudaErrorStreamCaptureUnsupported, and the captures that
+// prohibit it are invalidated. `unsafe` false: nothing to check (returns cudaSuccess).
+cudaError_t capture_check_unsafe(bool unsafe);
+// cudaEventRecord on a capturing stream: the event captures the stream's current nodes; true when
+// the stream is capturing (then nothing is queued on the device).
+bool capture_event_record(Stream* stream, const Event* event);
+// cudaStreamWaitEvent on an event recorded in a capture: the stream joins that capture (or adds
+// the event's nodes to its dependencies). Returns false (and sets *error = cudaSuccess) when the
+// capture machinery has nothing to do with it; otherwise true with the call's result in *error.
+bool capture_stream_wait(Stream* stream, const Event* event, cudaError_t* error);
+
+// Copies and memsets as graph nodes: the op a node runs, from the pointers and sizes.
+OpRequest copy_request(void* dst, const void* src, size_t count, cudaMemcpyKind kind);
+OpRequest memset_request(void* ptr, size_t bytes);
 
 // Memory: what a pointer is, for copy kinds and pageable/pinned.
 SimMemKind memory_kind(const void* ptr);
+size_t device_bytes_in_use();  // cudaMalloc'd and cudaMallocManaged bytes not yet freed
+
+// Device properties (runtime_properties.cpp).
+bool device_attribute(int attr, int device, int* value);  // false: not a (non-reserved) attribute
+size_t device_total_memory();
+unsigned device_flags();  // cudaSetDeviceFlags
 
 }  // namespace simcuda::runtime

@@ -9,6 +9,17 @@
 //   cudaMalloc, cudaFree, cudaFreeHost: wait for the device to finish all queued work.
 // Device memory is address space only (reserved PROT_NONE, never touched); pinned host memory is
 // real memory the program may use.
+//
+// Host memory the device can reach: cudaMallocHost/cudaHostAlloc memory and cudaHostRegister'ed
+// ranges count as pinned for copies (full bandwidth, async copies do not block). With unified
+// addressing (which the simulated device has) every such range is mapped and portable, and its
+// device pointer is its host pointer (cudaHostGetDevicePointer), so zero-copy kernels take host
+// pointers. Managed memory (cudaMallocManaged) is one address range valid on host and device: it is
+// backed by real host memory (the program reads and writes it) and counts as MANAGED in copies.
+// Device variables (__device__, __constant__: __cudaRegisterVar) get device address space of
+// their size; cudaMemcpyToSymbol/FromSymbol copy to and from it like cudaMemcpy (same blocking
+// rules), and cudaGetSymbolAddress returns it. cudaMemcpy2D(Async) moves width x height bytes with
+// the same rules as the 1D copy. Copies move no data: the device models time, not data.
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +27,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "runtime_internal.h"
 
@@ -25,6 +37,8 @@ namespace {
 struct Allocation {
   size_t size;
   SimMemKind kind;
+  unsigned flags = 0;       // cudaHostAlloc / cudaHostRegister / cudaMallocManaged flags
+  bool registered = false;  // cudaHostRegister: the program owns the memory
 };
 
 std::mutex g_mem_mu;
@@ -50,6 +64,25 @@ void* reserve_device(size_t size) {
   g_arena_used += rounded;
   allocations()[p] = {size, SIM_MEM_DEVICE};
   return reinterpret_cast<void*>(p);
+}
+
+struct Symbol {
+  void* address;  // device address space
+  size_t size;
+};
+std::unordered_map<const void*, Symbol>& symbols() {
+  static auto* map = new std::unordered_map<const void*, Symbol>;
+  return *map;
+}
+
+// The allocation containing [p, p + size), or end().
+std::map<uintptr_t, Allocation>::iterator containing(uintptr_t p) {
+  auto& m = allocations();
+  auto it = m.upper_bound(p);
+  if (it == m.begin()) return m.end();
+  --it;
+  if (p >= it->first && p < it->first + std::max<size_t>(it->second.size, 1)) return it;
+  return m.end();
 }
 
 bool forget(void* ptr, SimMemKind kind) {
@@ -79,7 +112,7 @@ uint32_t copy_kind_of(cudaMemcpyKind kind, SimMemKind src, SimMemKind dst) {
     case cudaMemcpyDeviceToHost: return SIM_COPY_D2H;
     case cudaMemcpyDeviceToDevice: return SIM_COPY_D2D;
     default: {  // cudaMemcpyDefault: inferred from the pointers, as with unified addressing
-      bool s = src == SIM_MEM_DEVICE, d = dst == SIM_MEM_DEVICE;
+      bool s = src == SIM_MEM_DEVICE || src == SIM_MEM_MANAGED, d = dst == SIM_MEM_DEVICE || dst == SIM_MEM_MANAGED;
       return s && d ? SIM_COPY_D2D : s ? SIM_COPY_D2H : d ? SIM_COPY_H2D : SIM_COPY_H2H;
     }
   }
@@ -110,8 +143,10 @@ DriverCopyApi driver_copy_api(uint32_t copy_kind, bool async) {
 constexpr size_t kSmallH2DBytes = 64 * 1024;
 
 cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cudaMemcpyKind kind, void* stream_handle,
-                 bool async) {
+                 bool async, const DriverCopyApi* driver_api = nullptr) {
   if ((!dst || !src) && count) return cudaErrorInvalidValue;
+  if (int(kind) < cudaMemcpyHostToHost || int(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+  if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
   SimMemKind src_kind = memory_kind(src), dst_kind = memory_kind(dst);
   uint32_t ck = copy_kind_of(kind, src_kind, dst_kind);
   bool pageable = src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE;
@@ -133,7 +168,7 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
   double gbps = gbps_for(ck);
   if (pageable) gbps /= config().pageable_factor;
   r.duration_ns = transfer_ns(count, gbps);
-  DriverCopyApi api = driver_copy_api(ck, async);
+  DriverCopyApi api = driver_api ? *driver_api : driver_copy_api(ck, async);
   // The driver params differ per call; CUPTI users read the runtime ones. Pass the runtime call's.
   cudaMemcpyAsync_v3020_params dp{dst, src, count, kind, static_cast<cudaStream_t>(stream_handle)};
   driver_call(api.cbid, api.name, async ? SIM_CALL_MEMCPY_ASYNC : SIM_CALL_MEMCPY, &dp, [&](ApiScope& inner) {
@@ -149,6 +184,7 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
 
 cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_handle, bool async) {
   if (!ptr && count) return cudaErrorInvalidValue;
+  if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
   SimMemKind target = memory_kind(ptr);
   Stream* stream = async ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
@@ -179,15 +215,44 @@ cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_han
 
 }  // namespace
 
+OpRequest copy_request(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  SimMemKind src_kind = memory_kind(src), dst_kind = memory_kind(dst);
+  OpRequest r;
+  r.kind = SIM_OP_MEMCPY;
+  r.bytes = count;
+  r.copy_kind = copy_kind_of(kind, src_kind, dst_kind);
+  r.src_kind = src_kind;
+  r.dst_kind = dst_kind;
+  r.is_async = true;  // graph copies run asynchronously to the host
+  double gbps = gbps_for(r.copy_kind);
+  if (src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE) gbps /= config().pageable_factor;
+  r.duration_ns = transfer_ns(count, gbps);
+  return r;
+}
+
+OpRequest memset_request(void* ptr, size_t bytes) {
+  OpRequest r;
+  r.kind = SIM_OP_MEMSET;
+  r.bytes = bytes;
+  r.dst_kind = memory_kind(ptr);
+  r.is_async = true;
+  r.duration_ns = transfer_ns(bytes, config().memset_gbps);
+  return r;
+}
+
+size_t device_bytes_in_use() {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  size_t total = 0;
+  for (auto& [p, a] : allocations())
+    if (a.kind == SIM_MEM_DEVICE || a.kind == SIM_MEM_MANAGED) total += a.size;
+  return total;
+}
+
 SimMemKind memory_kind(const void* ptr) {
   auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto& m = allocations();
-  auto it = m.upper_bound(p);
-  if (it != m.begin()) {
-    --it;
-    if (p >= it->first && p < it->first + std::max<size_t>(it->second.size, 1)) return it->second.kind;
-  }
+  auto it = containing(p);
+  if (it != allocations().end()) return it->second.kind;
   if (g_arena && p >= g_arena && p < g_arena + kDeviceArenaBytes) return SIM_MEM_DEVICE;  // freed device memory
   return SIM_MEM_PAGEABLE;
 }
@@ -229,6 +294,7 @@ SIMCUDA_EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", SIM_CALL_MALLOC, &params,
                 [&](ApiScope& s) -> cudaError_t {
                   if (!ptr) return cudaErrorInvalidValue;
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   s.set_bytes(size);
                   spend(config().alloc_api_ns);
                   cuMemAlloc_v2_params dp{reinterpret_cast<CUdeviceptr*>(ptr), size};
@@ -252,15 +318,28 @@ SIMCUDA_EXPORT cudaError_t cudaFree(void* ptr) {
                   CUresult r = driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", SIM_CALL_FREE, &dp,
                                            [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
-                                             return forget(ptr, SIM_MEM_DEVICE) ? CUDA_SUCCESS
-                                                                                : CUDA_ERROR_INVALID_VALUE;
+                                             if (forget(ptr, SIM_MEM_DEVICE)) return CUDA_SUCCESS;
+                                             size_t managed = 0;
+                                             {
+                                               std::lock_guard<std::mutex> lock(g_mem_mu);
+                                               auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
+                                               if (it == allocations().end() || it->second.kind != SIM_MEM_MANAGED)
+                                                 return CUDA_ERROR_INVALID_VALUE;
+                                               managed = it->second.size;
+                                               allocations().erase(it);
+                                             }
+                                             munmap(ptr, (managed + 4095) & ~size_t(4095));
+                                             return CUDA_SUCCESS;
                                            });
                   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
                 });
 }
 
-static cudaError_t host_alloc(ApiScope& s, void** ptr, size_t size, CUpti_CallbackId cbid, const char* name) {
+static cudaError_t host_alloc(ApiScope& s, void** ptr, size_t size, CUpti_CallbackId cbid, const char* name,
+                              unsigned flags = cudaHostAllocDefault) {
   if (!ptr) return cudaErrorInvalidValue;
+  if (flags & ~unsigned(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
+    return cudaErrorInvalidValue;
   s.set_bytes(size);
   spend(config().alloc_api_ns);
   cuMemAllocHost_v2_params dp{ptr, size};
@@ -268,7 +347,7 @@ static cudaError_t host_alloc(ApiScope& s, void** ptr, size_t size, CUpti_Callba
     void* p = aligned_alloc(4096, (std::max<size_t>(size, 1) + 4095) & ~size_t(4095));
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
     std::lock_guard<std::mutex> lock(g_mem_mu);
-    allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_PINNED};
+    allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_PINNED, flags, false};
     *ptr = p;
     return CUDA_SUCCESS;
   });
@@ -287,7 +366,7 @@ SIMCUDA_EXPORT cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int f
   cudaHostAlloc_v3020_params params{ptr, size, flags};
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020, "cudaHostAlloc", SIM_CALL_HOST_ALLOC, &params,
                 [&](ApiScope& s) {
-                  return host_alloc(s, ptr, size, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, "cuMemHostAlloc");
+                  return host_alloc(s, ptr, size, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, "cuMemHostAlloc", flags);
                 });
 }
 
@@ -301,11 +380,272 @@ SIMCUDA_EXPORT cudaError_t cudaFreeHost(void* ptr) {
                   CUresult r = driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, "cuMemFreeHost",
                                            SIM_CALL_HOST_FREE, &dp, [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
-                                             if (!forget(ptr, SIM_MEM_PINNED)) return CUDA_ERROR_INVALID_VALUE;
+                                             {
+                                               std::lock_guard<std::mutex> lock(g_mem_mu);
+                                               auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
+                                               if (it == allocations().end() || it->second.kind != SIM_MEM_PINNED ||
+                                                   it->second.registered)
+                                                 return CUDA_ERROR_INVALID_VALUE;
+                                               allocations().erase(it);
+                                             }
                                              free(ptr);
                                              return CUDA_SUCCESS;
                                            });
                   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+                });
+}
+
+// ---- page-locked and mapped host memory -------------------------------------------------------
+SIMCUDA_EXPORT cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
+  cudaHostRegister_v4000_params params{ptr, size, flags};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000, "cudaHostRegister", SIM_CALL_HOST_ALLOC, &params,
+                [&](ApiScope& s) -> cudaError_t {
+                  constexpr unsigned kKnown = cudaHostRegisterPortable | cudaHostRegisterMapped |
+                                              cudaHostRegisterIoMemory | cudaHostRegisterReadOnly;
+                  if (!ptr || !size || (flags & ~kKnown)) return cudaErrorInvalidValue;
+                  s.set_bytes(size);
+                  spend(config().alloc_api_ns);
+                  cuMemHostRegister_v2_params dp{ptr, size, flags};
+                  cudaError_t ret = cudaSuccess;
+                  driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, "cuMemHostRegister_v2",
+                              SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
+                                std::lock_guard<std::mutex> lock(g_mem_mu);
+                                auto p = reinterpret_cast<uintptr_t>(ptr);
+                                // Any overlap with memory already page-locked is an error.
+                                auto it = allocations().lower_bound(p);
+                                bool overlap = (it != allocations().end() && it->first < p + size &&
+                                                it->second.kind == SIM_MEM_PINNED) ||
+                                               (containing(p) != allocations().end() &&
+                                                containing(p)->second.kind == SIM_MEM_PINNED);
+                                if (overlap) {
+                                  ret = cudaErrorHostMemoryAlreadyRegistered;
+                                  return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+                                }
+                                allocations()[p] = {size, SIM_MEM_PINNED, flags, true};
+                                return CUDA_SUCCESS;
+                              });
+                  return ret;
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaHostUnregister(void* ptr) {
+  cudaHostUnregister_v4000_params params{ptr};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000, "cudaHostUnregister", SIM_CALL_HOST_FREE, &params,
+                [&](ApiScope&) -> cudaError_t {
+                  if (!ptr) return cudaErrorInvalidValue;
+                  cuMemHostUnregister_params dp{ptr};
+                  cudaError_t ret = cudaSuccess;
+                  driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, "cuMemHostUnregister", SIM_CALL_HOST_FREE,
+                              &dp, [&](ApiScope&) {
+                                std::lock_guard<std::mutex> lock(g_mem_mu);
+                                auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
+                                if (it == allocations().end() || !it->second.registered) {
+                                  ret = cudaErrorHostMemoryNotRegistered;
+                                  return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+                                }
+                                allocations().erase(it);
+                                return CUDA_SUCCESS;
+                              });
+                  return ret;
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags) {
+  cudaHostGetDevicePointer_v3020_params params{device_ptr, host_ptr, flags};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostGetDevicePointer_v3020, "cudaHostGetDevicePointer", SIM_CALL_OTHER,
+                &params, [&](ApiScope&) -> cudaError_t {
+                  if (!device_ptr || !host_ptr || flags != 0) return cudaErrorInvalidValue;  // flags: must be 0
+                  cuMemHostGetDevicePointer_v2_params dp{reinterpret_cast<CUdeviceptr*>(device_ptr), host_ptr, flags};
+                  cudaError_t ret = cudaSuccess;
+                  driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2",
+                              SIM_CALL_OTHER, &dp, [&](ApiScope&) {
+                                if (memory_kind(host_ptr) != SIM_MEM_PINNED) {
+                                  ret = cudaErrorInvalidValue;
+                                  return CUDA_ERROR_INVALID_VALUE;
+                                }
+                                *device_ptr = host_ptr;  // unified addressing: the same address
+                                return CUDA_SUCCESS;
+                              });
+                  return ret;
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaHostGetFlags(unsigned int* flags, void* host_ptr) {
+  cudaHostGetFlags_v3020_params params{flags, host_ptr};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostGetFlags_v3020, "cudaHostGetFlags", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> cudaError_t {
+                  if (!flags || !host_ptr) return cudaErrorInvalidValue;
+                  std::lock_guard<std::mutex> lock(g_mem_mu);
+                  auto it = containing(reinterpret_cast<uintptr_t>(host_ptr));
+                  if (it == allocations().end() || it->second.kind != SIM_MEM_PINNED || it->second.registered)
+                    return cudaErrorInvalidValue;  // only for cudaHostAlloc / cudaMallocHost memory
+                  // Unified addressing: every allocation is mapped (and portable) whatever was asked.
+                  *flags = it->second.flags | cudaHostAllocMapped | cudaHostAllocPortable;
+                  return cudaSuccess;
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
+  cudaMallocManaged_v6000_params params{ptr, size, flags};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000, "cudaMallocManaged", SIM_CALL_MALLOC, &params,
+                [&](ApiScope& s) -> cudaError_t {
+                  if (!ptr || !size) return cudaErrorInvalidValue;
+                  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) return cudaErrorInvalidValue;
+                  if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
+                  s.set_bytes(size);
+                  spend(config().alloc_api_ns);
+                  cuMemAllocManaged_params dp{reinterpret_cast<CUdeviceptr*>(ptr), size, flags};
+                  CUresult r = driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, "cuMemAllocManaged",
+                                           SIM_CALL_MALLOC, &dp, [&](ApiScope&) {
+                                             // Like cudaMalloc, it waits for the device.
+                                             s.set_blocked(wait_device(current_device()));
+                                             size_t rounded = (size + 4095) & ~size_t(4095);
+                                             void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+                                                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                                             if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+                                             std::lock_guard<std::mutex> lock(g_mem_mu);
+                                             allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_MANAGED,
+                                                                                              flags, false};
+                                             *ptr = p;
+                                             return CUDA_SUCCESS;
+                                           });
+                  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorMemoryAllocation;
+                });
+}
+
+// ---- device variables ----------------------------------------------------------------------------
+SIMCUDA_EXPORT void __cudaRegisterVar(void** fat_cubin, char* host_var, char* device_address, const char* device_name,
+                                      int ext, size_t size, int constant, int global) {
+  void* address = reserve_device(size);
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  symbols()[host_var] = {address, size};
+}
+
+SIMCUDA_EXPORT void __cudaRegisterManagedVar(void** fat_cubin, void** host_var_ptr_address, char* device_address,
+                                             const char* device_name, int ext, size_t size, int constant, int global) {
+  // __managed__ variables: the host reaches them through *host_var_ptr_address. Back them with
+  // real memory, as cudaMallocManaged does.
+  size_t rounded = (std::max<size_t>(size, 1) + 4095) & ~size_t(4095);
+  void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_MANAGED, cudaMemAttachGlobal, false};
+  if (host_var_ptr_address) *host_var_ptr_address = p;
+  symbols()[host_var_ptr_address] = {p, size};
+}
+
+SIMCUDA_EXPORT char __cudaInitModule(void** fat_cubin) { return 1; }
+
+}  // extern "C"
+
+namespace {
+
+bool find_symbol(const void* symbol, Symbol* out) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = symbols().find(symbol);
+  if (it == symbols().end()) return false;
+  *out = it->second;
+  return true;
+}
+
+cudaError_t symbol_copy(ApiScope& s, const void* symbol, void* host, size_t count, size_t offset, cudaMemcpyKind kind,
+                        void* stream, bool async, bool to_symbol) {
+  Symbol sym;
+  if (!find_symbol(symbol, &sym)) return cudaErrorInvalidSymbol;
+  if (offset > sym.size || count > sym.size - offset) return cudaErrorInvalidValue;
+  void* device = static_cast<char*>(sym.address) + offset;
+  // The symbol side is device memory; the other side is what kind says (H2D/D2H, or D2D).
+  if (to_symbol) {
+    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+      return cudaErrorInvalidMemcpyDirection;
+    return copy(s, device, host, count, kind, stream, async);
+  }
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return cudaErrorInvalidMemcpyDirection;
+  return copy(s, host, device, count, kind, stream, async);
+}
+
+}  // namespace
+
+extern "C" {
+
+SIMCUDA_EXPORT cudaError_t cudaGetSymbolAddress(void** dev_ptr, const void* symbol) {
+  cudaGetSymbolAddress_v3020_params params{dev_ptr, symbol};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaGetSymbolAddress_v3020, "cudaGetSymbolAddress", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> cudaError_t {
+                  if (!dev_ptr) return cudaErrorInvalidValue;
+                  Symbol sym;
+                  if (!find_symbol(symbol, &sym)) return cudaErrorInvalidSymbol;
+                  *dev_ptr = sym.address;
+                  return cudaSuccess;
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
+  cudaGetSymbolSize_v3020_params params{size, symbol};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaGetSymbolSize_v3020, "cudaGetSymbolSize", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> cudaError_t {
+                  if (!size) return cudaErrorInvalidValue;
+                  Symbol sym;
+                  if (!find_symbol(symbol, &sym)) return cudaErrorInvalidSymbol;
+                  *size = sym.size;
+                  return cudaSuccess;
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
+                                              enum cudaMemcpyKind kind) {
+  cudaMemcpyToSymbol_v3020_params params{symbol, src, count, offset, kind};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020, "cudaMemcpyToSymbol", SIM_CALL_MEMCPY, &params,
+                [&](ApiScope& s) {
+                  return symbol_copy(s, symbol, const_cast<void*>(src), count, offset, kind, nullptr, false, true);
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
+                                                enum cudaMemcpyKind kind) {
+  cudaMemcpyFromSymbol_v3020_params params{dst, symbol, count, offset, kind};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020, "cudaMemcpyFromSymbol", SIM_CALL_MEMCPY,
+                &params, [&](ApiScope& s) { return symbol_copy(s, symbol, dst, count, offset, kind, nullptr, false, false); });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
+                                                   enum cudaMemcpyKind kind, cudaStream_t stream) {
+  cudaMemcpyToSymbolAsync_v3020_params params{symbol, src, count, offset, kind, stream};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020, "cudaMemcpyToSymbolAsync",
+                SIM_CALL_MEMCPY_ASYNC, &params, [&](ApiScope& s) {
+                  return symbol_copy(s, symbol, const_cast<void*>(src), count, offset, kind, stream, true, true);
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
+                                                     enum cudaMemcpyKind kind, cudaStream_t stream) {
+  cudaMemcpyFromSymbolAsync_v3020_params params{dst, symbol, count, offset, kind, stream};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020, "cudaMemcpyFromSymbolAsync",
+                SIM_CALL_MEMCPY_ASYNC, &params,
+                [&](ApiScope& s) { return symbol_copy(s, symbol, dst, count, offset, kind, stream, true, false); });
+}
+
+// ---- 2D copies -----------------------------------------------------------------------------------
+SIMCUDA_EXPORT cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                        size_t height, enum cudaMemcpyKind kind) {
+  cudaMemcpy2D_v3020_params params{dst, dpitch, src, spitch, width, height, kind};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020, "cudaMemcpy2D", SIM_CALL_MEMCPY, &params,
+                [&](ApiScope& s) -> cudaError_t {
+                  if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;
+                  DriverCopyApi api{CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2, "cuMemcpy2D_v2"};
+                  return copy(s, dst, src, width * height, kind, nullptr, false, &api);
+                });
+}
+
+SIMCUDA_EXPORT cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                             size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  cudaMemcpy2DAsync_v3020_params params{dst, dpitch, src, spitch, width, height, kind, stream};
+  return traced(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020, "cudaMemcpy2DAsync", SIM_CALL_MEMCPY_ASYNC, &params,
+                [&](ApiScope& s) -> cudaError_t {
+                  if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;
+                  DriverCopyApi api{CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2, "cuMemcpy2DAsync_v2"};
+                  return copy(s, dst, src, width * height, kind, stream, true, &api);
                 });
 }
 

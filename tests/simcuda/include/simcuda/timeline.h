@@ -37,6 +37,9 @@ typedef enum SimOpKind {
   SIM_OP_MEMCPY = 2,   // a copy; copy_kind and the memory kinds say which
   SIM_OP_MEMSET = 3,
   SIM_OP_MARKER = 4,   // an event record: zero duration, not device work, never busy time
+  SIM_OP_HOST_FUNC = 5,  // cudaLaunchHostFunc / cudaStreamAddCallback / a graph host node: the
+                         // stream is held from start to end while the function runs on the host
+                         // (on the runtime's callback thread); not device work, never busy time
 } SimOpKind;
 
 // Copy directions, numerically equal to cudaMemcpyKind (1 = H2D, 2 = D2H, 3 = D2D, 0 = H2H).
@@ -53,6 +56,7 @@ typedef enum SimMemKind {
   SIM_MEM_PAGEABLE = 1,
   SIM_MEM_PINNED = 2,
   SIM_MEM_DEVICE = 3,
+  SIM_MEM_MANAGED = 5,      // cudaMallocManaged (CUPTI_ACTIVITY_MEMORY_KIND_MANAGED)
 } SimMemKind;
 
 typedef struct SimDeviceOp {
@@ -77,8 +81,8 @@ typedef struct SimDeviceOp {
 typedef enum SimCallKind {
   SIM_CALL_LAUNCH = 1,        // cudaLaunchKernel, __cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel(Ex)
   SIM_CALL_GRAPH_LAUNCH = 2,  // cudaGraphLaunch
-  SIM_CALL_MEMCPY = 3,        // cudaMemcpy (synchronous API)
-  SIM_CALL_MEMCPY_ASYNC = 4,  // cudaMemcpyAsync
+  SIM_CALL_MEMCPY = 3,        // cudaMemcpy, cudaMemcpy2D, cudaMemcpy{To,From}Symbol (synchronous API)
+  SIM_CALL_MEMCPY_ASYNC = 4,  // cudaMemcpyAsync, cudaMemcpy2DAsync, cudaMemcpy{To,From}SymbolAsync
   SIM_CALL_MEMSET = 5,        // cudaMemset
   SIM_CALL_MEMSET_ASYNC = 6,  // cudaMemsetAsync
   SIM_CALL_DEVICE_SYNC = 7,   // cudaDeviceSynchronize
@@ -86,12 +90,13 @@ typedef enum SimCallKind {
   SIM_CALL_EVENT_SYNC = 9,    // cudaEventSynchronize
   SIM_CALL_EVENT_RECORD = 10, // cudaEventRecord
   SIM_CALL_STREAM_WAIT_EVENT = 11,
-  SIM_CALL_MALLOC = 12,       // cudaMalloc
+  SIM_CALL_MALLOC = 12,       // cudaMalloc, cudaMallocManaged
   SIM_CALL_FREE = 13,         // cudaFree
-  SIM_CALL_HOST_ALLOC = 14,   // cudaMallocHost, cudaHostAlloc
-  SIM_CALL_HOST_FREE = 15,    // cudaFreeHost
+  SIM_CALL_HOST_ALLOC = 14,   // cudaMallocHost, cudaHostAlloc, cudaHostRegister
+  SIM_CALL_HOST_FREE = 15,    // cudaFreeHost, cudaHostUnregister
   SIM_CALL_NCCL = 16,         // an NCCL host call (collective, p2p, group start/end, comm init)
   SIM_CALL_OTHER = 17,        // stream/event creation, get/set device, get last error, ...
+  SIM_CALL_HOST_FUNC = 18,    // cudaLaunchHostFunc, cudaStreamAddCallback: queue a host function
 } SimCallKind;
 
 typedef struct SimApiCall {
