@@ -22,43 +22,11 @@
 namespace simcuda::runtime {
 namespace {
 
-struct Allocation {
-  size_t size;
-  SimMemKind kind;
-};
+// The registry of allocations lives in the driver (driver_memory.cpp), shared with the driver
+// API, so a pointer has the same kind whichever API made or copies it.
+void* reserve_device(size_t size) { return reserve_device_memory(size, current_device()); }
 
-std::mutex g_mem_mu;
-std::map<uintptr_t, Allocation>& allocations() {
-  static auto* map = new std::map<uintptr_t, Allocation>;
-  return *map;
-}
-
-constexpr size_t kDeviceArenaBytes = size_t(1) << 38;  // 256 GiB of address space, never backed
-uintptr_t g_arena = 0;
-size_t g_arena_used = 0;
-
-void* reserve_device(size_t size) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  if (!g_arena) {
-    void* p = mmap(nullptr, kDeviceArenaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    g_arena = reinterpret_cast<uintptr_t>(p);
-  }
-  size_t rounded = (std::max<size_t>(size, 1) + 511) & ~size_t(511);
-  if (g_arena_used + rounded > kDeviceArenaBytes) return nullptr;
-  uintptr_t p = g_arena + g_arena_used;
-  g_arena_used += rounded;
-  allocations()[p] = {size, SIM_MEM_DEVICE};
-  return reinterpret_cast<void*>(p);
-}
-
-bool forget(void* ptr, SimMemKind kind) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == allocations().end() || it->second.kind != kind) return false;
-  allocations().erase(it);
-  return true;
-}
+bool forget(void* ptr, SimMemKind kind) { return unregister_memory(ptr, kind); }
 
 double gbps_for(uint32_t copy_kind) {
   const SimDeviceConfig& c = config();
@@ -179,18 +147,7 @@ cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_han
 
 }  // namespace
 
-SimMemKind memory_kind(const void* ptr) {
-  auto p = reinterpret_cast<uintptr_t>(ptr);
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto& m = allocations();
-  auto it = m.upper_bound(p);
-  if (it != m.begin()) {
-    --it;
-    if (p >= it->first && p < it->first + std::max<size_t>(it->second.size, 1)) return it->second.kind;
-  }
-  if (g_arena && p >= g_arena && p < g_arena + kDeviceArenaBytes) return SIM_MEM_DEVICE;  // freed device memory
-  return SIM_MEM_PAGEABLE;
-}
+SimMemKind memory_kind(const void* ptr) { return memory_kind_of(ptr); }
 
 }  // namespace simcuda::runtime
 
@@ -267,8 +224,7 @@ static cudaError_t host_alloc(ApiScope& s, void** ptr, size_t size, CUpti_Callba
   CUresult r = driver_call(cbid, name, SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
     void* p = aligned_alloc(4096, (std::max<size_t>(size, 1) + 4095) & ~size_t(4095));
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-    std::lock_guard<std::mutex> lock(g_mem_mu);
-    allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_PINNED};
+    register_memory(p, size, SIM_MEM_PINNED, current_device());
     *ptr = p;
     return CUDA_SUCCESS;
   });

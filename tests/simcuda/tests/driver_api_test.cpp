@@ -67,6 +67,16 @@ SimApiCall last_call() {
   return calls[n - 1];
 }
 
+SimDeviceOp op_at(int64_t index) {
+  const SimDeviceOp* ops = nullptr;
+  size_t n = simcuda_device_ops(&ops);
+  REQUIRE(index >= 0);
+  REQUIRE(size_t(index) < n);
+  return ops[index];
+}
+
+CUdeviceptr g_dev = 0;
+void* g_pinned = nullptr;
 constexpr size_t kBytes = 1 << 20;
 
 }  // namespace
@@ -175,6 +185,8 @@ TEST_CASE("without a current context, calls that need one fail with INVALID_CONT
   CUcontext ctx = reinterpret_cast<CUcontext>(1);
   CHECK(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS);
   CHECK(ctx == nullptr);
+  CUdeviceptr p = 0;
+  CHECK(cuMemAlloc(&p, 64) == CUDA_ERROR_INVALID_CONTEXT);
   CHECK(cuCtxSynchronize() == CUDA_ERROR_INVALID_CONTEXT);
   CUdevice d;
   CHECK(cuCtxGetDevice(&d) == CUDA_ERROR_INVALID_CONTEXT);
@@ -261,3 +273,199 @@ TEST_CASE("contexts: primary retain and set current, cuCtxCreate_v4 with its own
   CHECK(sync.correlation_id != before.correlation_id);
 }
 
+TEST_CASE("memory: allocations, the kinds and blocking of copies, memsets, pointer attributes") {
+  take_seen();
+  REQUIRE(cuMemAlloc(&g_dev, kBytes) == CUDA_SUCCESS);
+  SimApiCall alloc = last_call();
+  CHECK(alloc.kind == SIM_CALL_MALLOC);
+  CHECK(alloc.cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2);
+  CHECK(std::string(alloc.name) == "cuMemAlloc_v2");
+  CHECK(alloc.bytes == kBytes);
+  CHECK(alloc.blocked == 1);
+  {
+    std::vector<Seen> seen = take_seen();
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].site == CUPTI_API_ENTER);
+    CHECK(seen[1].site == CUPTI_API_EXIT);
+    CHECK(seen[1].has_return);
+    CHECK(seen[0].alloc_bytes == kBytes);
+    CHECK(seen[0].correlation == seen[1].correlation);
+    CHECK(seen[0].correlation == alloc.correlation_id);
+  }
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  CHECK(cuMemGetAddressRange(&base, &size, g_dev + 100) == CUDA_SUCCESS);
+  CHECK(base == g_dev);
+  CHECK(size == kBytes);
+  unsigned type = 0;
+  CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, g_dev) == CUDA_SUCCESS);
+  CHECK(type == CU_MEMORYTYPE_DEVICE);
+  size_t free_bytes = 0, total = 0;
+  CHECK(cuMemGetInfo(&free_bytes, &total) == CUDA_SUCCESS);
+  CHECK(free_bytes <= total - kBytes);
+  CUdeviceptr pitched = 0;
+  size_t pitch = 0;
+  CHECK(cuMemAllocPitch(&pitched, &pitch, 1000, 10, 4) == CUDA_SUCCESS);
+  CHECK(pitch >= 1000);
+  CHECK(pitch % 512 == 0);
+  CHECK(cuMemFree(pitched) == CUDA_SUCCESS);
+  CHECK(cuMemFree(pitched) == CUDA_ERROR_INVALID_VALUE);  // freed twice
+
+  REQUIRE(cuMemAllocHost(&g_pinned, kBytes) == CUDA_SUCCESS);
+  CHECK(last_call().kind == SIM_CALL_HOST_ALLOC);
+  CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUdeviceptr(uintptr_t(g_pinned))) ==
+        CUDA_SUCCESS);
+  CHECK(type == CU_MEMORYTYPE_HOST);
+  memset(g_pinned, 1, kBytes);  // real memory
+
+  // Synchronous H2D over 64 KiB from pinned memory: a blocking copy, H2D, PINNED -> DEVICE.
+  REQUIRE(cuMemcpyHtoD(g_dev, g_pinned, kBytes) == CUDA_SUCCESS);
+  SimApiCall h2d = last_call();
+  CHECK(h2d.kind == SIM_CALL_MEMCPY);
+  CHECK(h2d.cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2);
+  CHECK(h2d.blocked == 1);
+  SimDeviceOp op = op_at(h2d.op_index);
+  CHECK(op.kind == SIM_OP_MEMCPY);
+  CHECK(op.copy_kind == SIM_COPY_H2D);
+  CHECK(op.src_kind == SIM_MEM_PINNED);
+  CHECK(op.dst_kind == SIM_MEM_DEVICE);
+  CHECK(op.bytes == kBytes);
+  CHECK(op.stream == 7);
+  CHECK(op.correlation_id == h2d.correlation_id);
+  CHECK(op.is_async == 0);
+
+  // 64 KiB or less is staged: returns at once.
+  REQUIRE(cuMemcpyHtoD(g_dev, g_pinned, 4096) == CUDA_SUCCESS);
+  CHECK(last_call().blocked == 0);
+
+  // Async from pinned: returns at once; from pageable: waits.
+  REQUIRE(cuMemcpyHtoDAsync(g_dev, g_pinned, kBytes, nullptr) == CUDA_SUCCESS);
+  SimApiCall async_pinned = last_call();
+  CHECK(async_pinned.kind == SIM_CALL_MEMCPY_ASYNC);
+  CHECK(async_pinned.blocked == 0);
+  CHECK(op_at(async_pinned.op_index).is_async == 1);
+  std::vector<char> pageable(kBytes);
+  REQUIRE(cuMemcpyHtoDAsync(g_dev, pageable.data(), kBytes, nullptr) == CUDA_SUCCESS);
+  SimApiCall async_pageable = last_call();
+  CHECK(async_pageable.blocked == 1);
+  CHECK(op_at(async_pageable.op_index).src_kind == SIM_MEM_PAGEABLE);
+
+  REQUIRE(cuMemcpyDtoH(g_pinned, g_dev, kBytes) == CUDA_SUCCESS);
+  SimApiCall d2h = last_call();
+  CHECK(d2h.kind == SIM_CALL_MEMCPY);
+  CHECK(d2h.blocked == 1);
+  CHECK(op_at(d2h.op_index).copy_kind == SIM_COPY_D2H);
+  REQUIRE(cuMemcpyDtoHAsync(g_pinned, g_dev, kBytes, nullptr) == CUDA_SUCCESS);
+  CHECK(last_call().blocked == 0);
+
+  CUdeviceptr other = 0;
+  REQUIRE(cuMemAlloc(&other, kBytes) == CUDA_SUCCESS);
+  REQUIRE(cuMemcpyDtoD(other, g_dev, kBytes) == CUDA_SUCCESS);
+  SimApiCall d2d = last_call();
+  CHECK(d2d.blocked == 0);
+  CHECK(op_at(d2d.op_index).copy_kind == SIM_COPY_D2D);
+  REQUIRE(cuMemcpyDtoDAsync(other, g_dev, kBytes, nullptr) == CUDA_SUCCESS);
+  CHECK(last_call().kind == SIM_CALL_MEMCPY_ASYNC);
+  CHECK(cuMemcpyDtoH(g_pinned, CUdeviceptr(uintptr_t(pageable.data())), 16) == CUDA_ERROR_INVALID_VALUE);
+
+  // cuMemcpy infers the direction from the pointers (unified addressing).
+  REQUIRE(cuMemcpy(CUdeviceptr(uintptr_t(g_pinned)), g_dev, kBytes) == CUDA_SUCCESS);
+  SimApiCall unified = last_call();
+  CHECK(unified.cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpy);
+  CHECK(op_at(unified.op_index).copy_kind == SIM_COPY_D2H);
+  CHECK(unified.blocked == 1);
+  REQUIRE(cuMemcpyAsync(other, CUdeviceptr(uintptr_t(g_pinned)), kBytes, nullptr) == CUDA_SUCCESS);
+  CHECK(op_at(last_call().op_index).copy_kind == SIM_COPY_H2D);
+  CHECK(last_call().blocked == 0);
+
+  // Memsets count elements.
+  REQUIRE(cuMemsetD32(g_dev, 7, 1024) == CUDA_SUCCESS);
+  SimApiCall ms = last_call();
+  CHECK(ms.kind == SIM_CALL_MEMSET);
+  CHECK(ms.blocked == 0);
+  CHECK(op_at(ms.op_index).kind == SIM_OP_MEMSET);
+  CHECK(op_at(ms.op_index).bytes == 4096);
+  REQUIRE(cuMemsetD16Async(g_dev, 7, 1024, nullptr) == CUDA_SUCCESS);
+  CHECK(last_call().kind == SIM_CALL_MEMSET_ASYNC);
+  CHECK(op_at(last_call().op_index).bytes == 2048);
+  REQUIRE(cuMemsetD8(g_dev, 7, 100) == CUDA_SUCCESS);
+  CHECK(op_at(last_call().op_index).bytes == 100);
+  CHECK(cuMemsetD32(g_dev + 2, 7, 4) == CUDA_ERROR_INVALID_VALUE);  // misaligned
+
+  REQUIRE(cuMemFree(other) == CUDA_SUCCESS);
+  SimApiCall fr = last_call();
+  CHECK(fr.kind == SIM_CALL_FREE);
+  CHECK(fr.blocked == 1);
+}
+
+TEST_CASE("memory: one registry for the runtime and the driver") {
+  // A cudaMalloc pointer copied by the driver, a cuMemAllocHost buffer copied by the runtime.
+  void* rt_dev = nullptr;
+  REQUIRE(cudaMalloc(&rt_dev, kBytes) == cudaSuccess);
+  REQUIRE(cuMemcpyDtoH(g_pinned, CUdeviceptr(uintptr_t(rt_dev)), kBytes) == CUDA_SUCCESS);
+  SimDeviceOp op = op_at(last_call().op_index);
+  CHECK(op.src_kind == SIM_MEM_DEVICE);
+  CHECK(op.dst_kind == SIM_MEM_PINNED);
+  REQUIRE(cudaMemcpy(rt_dev, g_pinned, kBytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  op = op_at(last_call().op_index);
+  CHECK(op.src_kind == SIM_MEM_PINNED);
+  CHECK(op.dst_kind == SIM_MEM_DEVICE);
+  CUdeviceptr base = 0;
+  CHECK(cuMemGetAddressRange(&base, nullptr, CUdeviceptr(uintptr_t(rt_dev)) + 8) == CUDA_SUCCESS);
+  CHECK(base == CUdeviceptr(uintptr_t(rt_dev)));
+  CHECK(cuMemFree(CUdeviceptr(uintptr_t(rt_dev))) == CUDA_SUCCESS);  // either API frees it
+  CHECK(cudaFree(rt_dev) == cudaErrorInvalidValue);
+
+  // cuMemHostRegister pins the caller's memory; unregistering makes it pageable again.
+  std::vector<char> buf(kBytes);
+  REQUIRE(cuMemHostRegister(buf.data(), buf.size(), 0) == CUDA_SUCCESS);
+  CHECK(cuMemHostRegister(buf.data(), buf.size(), 0) == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  CUdeviceptr mapped = 0;
+  CHECK(cuMemHostGetDevicePointer(&mapped, buf.data(), 0) == CUDA_SUCCESS);
+  CHECK(mapped == CUdeviceptr(uintptr_t(buf.data())));
+  REQUIRE(cuMemcpyHtoDAsync(g_dev, buf.data(), kBytes, nullptr) == CUDA_SUCCESS);
+  CHECK(op_at(last_call().op_index).src_kind == SIM_MEM_PINNED);
+  CHECK(last_call().blocked == 0);
+  REQUIRE(cuMemHostUnregister(buf.data()) == CUDA_SUCCESS);
+  CHECK(cuMemHostUnregister(buf.data()) == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  REQUIRE(cuMemcpyHtoDAsync(g_dev, buf.data(), kBytes, nullptr) == CUDA_SUCCESS);
+  CHECK(op_at(last_call().op_index).src_kind == SIM_MEM_PAGEABLE);
+
+  // Managed memory is usable from the host and is device memory to copies.
+  CUdeviceptr managed = 0;
+  REQUIRE(cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  memset(reinterpret_cast<void*>(uintptr_t(managed)), 0, 4096);
+  int is_managed = 0;
+  CHECK(cuPointerGetAttribute(&is_managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, managed) == CUDA_SUCCESS);
+  CHECK(is_managed == 1);
+  CHECK(cuMemFree(managed) == CUDA_SUCCESS);
+
+  void* host_alloc = nullptr;
+  REQUIRE(cuMemHostAlloc(&host_alloc, 4096, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS);
+  REQUIRE(cudaMemcpy(g_pinned, host_alloc, 4096, cudaMemcpyHostToHost) == cudaSuccess);
+  CHECK(op_at(last_call().op_index).src_kind == SIM_MEM_PINNED);
+  REQUIRE(cuMemFreeHost(host_alloc) == CUDA_SUCCESS);
+  CHECK(last_call().kind == SIM_CALL_HOST_FREE);
+  CHECK(last_call().blocked == 1);
+  int dummy = 0;
+  CHECK(cuPointerGetAttribute(&dummy, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUdeviceptr(uintptr_t(&dummy))) ==
+        CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("every outermost driver call gets its own correlation id") {
+  take_seen();
+  CUdeviceptr a = 0;
+  REQUIRE(cuMemAlloc(&a, 256) == CUDA_SUCCESS);
+  REQUIRE(cuMemsetD8Async(a, 0, 256, nullptr) == CUDA_SUCCESS);
+  REQUIRE(cuMemFree(a) == CUDA_SUCCESS);
+  std::vector<Seen> seen = take_seen();
+  REQUIRE(seen.size() == 6);
+  CHECK(seen[0].function == "cuMemAlloc_v2");
+  CHECK(seen[2].function == "cuMemsetD8Async");
+  CHECK(seen[2].cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async);
+  CHECK(seen[4].function == "cuMemFree_v2");
+  CHECK(seen[0].correlation != seen[2].correlation);
+  CHECK(seen[2].correlation != seen[4].correlation);
+  for (int i = 0; i < 6; i += 2) CHECK(seen[size_t(i)].correlation == seen[size_t(i) + 1].correlation);
+  cuptiUnsubscribe(g_sub);
+}
