@@ -224,4 +224,10 @@ SIMCUDA_EXPORT SimMemKind memory_kind_of(const void* ptr);
 SIMCUDA_EXPORT bool find_memory(const void* ptr, MemoryRange* out);
 SIMCUDA_EXPORT size_t device_memory_in_use();
 
+// ---- small accessors for the driver API ------------------------------------------------------------
+SIMCUDA_EXPORT unsigned stream_flags(Stream* stream);
+SIMCUDA_EXPORT unsigned event_flags(const Event* event);
+// An op's device interval once resolved (false while it is not, or for an invalid index).
+SIMCUDA_EXPORT bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns);
+
 }  // namespace simcuda

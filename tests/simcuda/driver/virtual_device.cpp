@@ -427,3 +427,22 @@ extern "C" SIMCUDA_EXPORT size_t simcuda_device_ops(const SimDeviceOp** first) {
   *first = s.ops.data();
   return s.ops.size();
 }
+
+// Accessors the driver API needs (driver_stream.cpp).
+namespace simcuda {
+
+unsigned stream_flags(Stream* stream) { return stream ? stream->flags : 0; }
+
+unsigned event_flags(const Event* event) { return event ? event->flags : 0; }
+
+bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  resolve_locked(s);
+  if (op_index < 0 || uint64_t(op_index) >= s.ops.size() || !s.states[size_t(op_index)].resolved) return false;
+  *start_ns = s.ops[size_t(op_index)].start_ns;
+  *end_ns = s.ops[size_t(op_index)].end_ns;
+  return true;
+}
+
+}  // namespace simcuda

@@ -452,6 +452,87 @@ TEST_CASE("memory: one registry for the runtime and the driver") {
         CUDA_ERROR_INVALID_VALUE);
 }
 
+TEST_CASE("streams and events: order, waits, queries, elapsed time, sync kinds") {
+  CUstream s1 = nullptr, s2 = nullptr, prio = nullptr;
+  REQUIRE(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  REQUIRE(cuStreamCreate(&s2, CU_STREAM_DEFAULT) == CUDA_SUCCESS);
+  CHECK(cuStreamCreate(&prio, 0x80) == CUDA_ERROR_INVALID_VALUE);
+  REQUIRE(cuStreamCreateWithPriority(&prio, 0, -100) == CUDA_SUCCESS);
+  int p = 0;
+  CHECK(cuStreamGetPriority(prio, &p) == CUDA_SUCCESS);
+  CHECK(p == -5);  // clamped to the device's range
+  unsigned flags = 9;
+  CHECK(cuStreamGetFlags(s1, &flags) == CUDA_SUCCESS);
+  CHECK(flags == CU_STREAM_NON_BLOCKING);
+  unsigned long long id1 = 0, id2 = 0, legacy = 0;
+  CHECK(cuStreamGetId(s1, &id1) == CUDA_SUCCESS);
+  CHECK(cuStreamGetId(s2, &id2) == CUDA_SUCCESS);
+  CHECK(cuStreamGetId(nullptr, &legacy) == CUDA_SUCCESS);
+  CHECK(legacy == 7);
+  CHECK(id1 >= 13);
+  CHECK(id2 != id1);
+  CUcontext ctx = nullptr, cur = nullptr;
+  CHECK(cuStreamGetCtx(s1, &ctx) == CUDA_SUCCESS);
+  CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
+  CHECK(ctx == cur);
+
+  // 64 GiB memset at 1000 GB/s: about 69 ms of device time.
+  const size_t big = size_t(64) << 30;
+  CUdeviceptr d = 0;
+  REQUIRE(cuMemAlloc(&d, big) == CUDA_SUCCESS);
+  CUevent start = nullptr, stop = nullptr, untimed = nullptr;
+  REQUIRE(cuEventCreate(&start, CU_EVENT_DEFAULT) == CUDA_SUCCESS);
+  REQUIRE(cuEventCreate(&stop, CU_EVENT_DEFAULT) == CUDA_SUCCESS);
+  REQUIRE(cuEventCreate(&untimed, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+  CHECK(cuEventCreate(&untimed, CU_EVENT_INTERPROCESS) == CUDA_ERROR_INVALID_VALUE);
+  float ms = 0;
+  CHECK(cuEventElapsedTime(&ms, start, stop) == CUDA_ERROR_INVALID_HANDLE);  // not recorded yet
+
+  REQUIRE(cuEventRecord(start, s1) == CUDA_SUCCESS);
+  CHECK(last_call().kind == SIM_CALL_EVENT_RECORD);
+  REQUIRE(cuMemsetD8Async(d, 0, big, s1) == CUDA_SUCCESS);
+  SimApiCall memset_call = last_call();
+  REQUIRE(cuEventRecordWithFlags(stop, s1, 0) == CUDA_SUCCESS);
+  REQUIRE(cuEventRecord(untimed, s1) == CUDA_SUCCESS);
+  CHECK(cuEventQuery(stop) == CUDA_ERROR_NOT_READY);
+  CHECK(cuStreamQuery(s1) == CUDA_ERROR_NOT_READY);
+  CHECK(cuEventElapsedTime(&ms, start, stop) == CUDA_ERROR_NOT_READY);
+
+  // s2 waits for `stop`: its memset starts only after the long one ends.
+  REQUIRE(cuStreamWaitEvent(s2, stop, 0) == CUDA_SUCCESS);
+  SimApiCall wait = last_call();
+  CHECK(wait.kind == SIM_CALL_STREAM_WAIT_EVENT);
+  CHECK(wait.blocked == 0);
+  REQUIRE(cuMemsetD8Async(d, 0, 1024, s2) == CUDA_SUCCESS);
+  SimApiCall after = last_call();
+
+  REQUIRE(cuStreamSynchronize(s2) == CUDA_SUCCESS);
+  SimApiCall ssync = last_call();
+  CHECK(ssync.kind == SIM_CALL_STREAM_SYNC);
+  CHECK(ssync.cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize);
+  CHECK(ssync.blocked == 1);
+  CHECK(ssync.stream == id2);
+  SimDeviceOp long_op = op_at(memset_call.op_index), short_op = op_at(after.op_index);
+  CHECK(short_op.start_ns >= long_op.end_ns);
+  CHECK(ssync.waited_until_ns >= long_op.end_ns);
+
+  REQUIRE(cuEventSynchronize(stop) == CUDA_SUCCESS);
+  CHECK(last_call().kind == SIM_CALL_EVENT_SYNC);
+  CHECK(cuEventQuery(stop) == CUDA_SUCCESS);
+  CHECK(cuStreamQuery(s1) == CUDA_SUCCESS);
+  REQUIRE(cuEventElapsedTime(&ms, start, stop) == CUDA_SUCCESS);
+  CHECK(ms >= 0.99f * float(double(big) / 1e9 / 1000.0 * 1000.0));  // the memset's device time, in ms
+  CHECK(cuEventElapsedTime(&ms, start, untimed) == CUDA_ERROR_INVALID_HANDLE);
+
+  CHECK(cuStreamDestroy(s1) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(s2) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(prio) == CUDA_SUCCESS);
+  CHECK(cuEventDestroy(start) == CUDA_SUCCESS);
+  CHECK(cuEventDestroy(stop) == CUDA_SUCCESS);
+  CHECK(cuEventDestroy(untimed) == CUDA_SUCCESS);
+  CHECK(cuMemFree(d) == CUDA_SUCCESS);
+}
+
 TEST_CASE("every outermost driver call gets its own correlation id") {
   take_seen();
   CUdeviceptr a = 0;
