@@ -40,4 +40,19 @@ inline Stream* stream_of(CUstream handle) { return resolve_stream(handle, curren
 size_t device_total_memory();
 int device_attribute(CUdevice_attribute attr, bool* valid);
 
+// A kernel as the driver API hands it out (CUfunction); driver_module.cpp makes them.
+struct Function {
+  uint32_t magic;
+  const char* name;  // mangled, interned: kernel records and callbacks name it
+  void* module;      // the Module it came from
+  int max_dynamic_shared;
+  int preferred_carveout;
+  int required_cluster[3];
+  int non_portable_cluster;
+  int cluster_scheduling;
+};
+// The Function behind a handle, or nullptr (not a function, or its module was unloaded). Accepts a
+// CUkernel too (cuLaunchKernel takes either since CUDA 12), giving the current context's function.
+const Function* as_function(CUfunction f);
+
 }  // namespace simcuda::driver
