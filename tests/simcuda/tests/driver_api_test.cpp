@@ -81,12 +81,15 @@ constexpr size_t kBytes = 1 << 20;
 
 }  // namespace
 
-TEST_CASE("before cuInit: calls fail with NOT_INITIALIZED; error strings work") {
+TEST_CASE("before cuInit: calls fail with NOT_INITIALIZED; error strings and cuGetProcAddress work") {
   int count = -1;
   CHECK(cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
   const char* s = nullptr;
   CHECK(cuGetErrorName(CUDA_ERROR_NOT_INITIALIZED, &s) == CUDA_SUCCESS);
   CHECK(std::string(s) == "CUDA_ERROR_NOT_INITIALIZED");
+  void* fn = nullptr;
+  CHECK(cuGetProcAddress(reinterpret_cast<const char*>("cuInit"), &fn, CUDA_VERSION, 0, nullptr) == CUDA_SUCCESS);
+  CHECK(fn == dlsym(RTLD_DEFAULT, "cuInit"));
   CHECK(cuInit(1) == CUDA_ERROR_INVALID_VALUE);
   REQUIRE(cuInit(0) == CUDA_SUCCESS);
   REQUIRE(cuptiSubscribe(&g_sub, on_callback, nullptr) == CUPTI_SUCCESS);
@@ -531,6 +534,36 @@ TEST_CASE("streams and events: order, waits, queries, elapsed time, sync kinds")
   CHECK(cuEventDestroy(stop) == CUDA_SUCCESS);
   CHECK(cuEventDestroy(untimed) == CUDA_SUCCESS);
   CHECK(cuMemFree(d) == CUDA_SUCCESS);
+}
+
+TEST_CASE("cuGetProcAddress_v2 returns the sim's own versioned exports") {
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  REQUIRE(cuGetProcAddress("cuMemAlloc", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS);
+  CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);
+  CHECK(fn == dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"));
+  REQUIRE(cuGetProcAddress("cuCtxCreate", &fn, 13000, 0, &status) == CUDA_SUCCESS);
+  CHECK(fn == dlsym(RTLD_DEFAULT, "cuCtxCreate_v4"));
+  REQUIRE(cuGetProcAddress("cuLaunchKernel", &fn, 12000, 0, &status) == CUDA_SUCCESS);
+  CHECK(fn == dlsym(RTLD_DEFAULT, "cuLaunchKernel"));
+  CHECK(cuGetProcAddress("cuCtxCreate", &fn, 11000, 0, &status) == CUDA_ERROR_NOT_FOUND);  // the old ABI
+  CHECK(cuGetProcAddress("cuNoSuchCall", &fn, 13000, 0, &status) == CUDA_ERROR_NOT_FOUND);
+  CHECK(status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+  CHECK(fn == nullptr);
+  CHECK(cuGetProcAddress("simcuda_api_calls", &fn, 13000, 0, &status) == CUDA_ERROR_NOT_FOUND);
+  take_seen();
+  REQUIRE(cuGetProcAddress("cuGetProcAddress", &fn, 13000, 0, &status) == CUDA_SUCCESS);
+  CHECK(fn == dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
+  std::vector<Seen> seen = take_seen();
+  REQUIRE(!seen.empty());
+  CHECK(seen[0].cbid == CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2);
+  // The entry point it returns works.
+  auto get_count = reinterpret_cast<CUresult (*)(int*)>(dlsym(RTLD_DEFAULT, "cuDeviceGetCount"));
+  REQUIRE(cuGetProcAddress("cuDeviceGetCount", &fn, 13000, 0, nullptr) == CUDA_SUCCESS);
+  CHECK(reinterpret_cast<void*>(get_count) == fn);
+  int n = 0;
+  CHECK(reinterpret_cast<CUresult (*)(int*)>(fn)(&n) == CUDA_SUCCESS);
+  CHECK(n == 1);
 }
 
 TEST_CASE("every outermost driver call gets its own correlation id") {
