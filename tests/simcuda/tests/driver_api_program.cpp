@@ -58,7 +58,16 @@ int main(int argc, char** argv) {
   void* args[] = {&a, &b, &c, &count};
   for (int i = 0; i < launches; ++i)
     check(cuLaunchKernel(f, unsigned(n / 256), 1, 1, 256, 1, 1, 0, stream, args, nullptr), "cuLaunchKernel");
+  CUevent done;
+  check(cuEventCreate(&done, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cuEventRecord(done, stream), "cuEventRecord");
+  check(cuStreamWaitEvent(nullptr, done, 0), "cuStreamWaitEvent");
+  check(cuMemsetD32(c, 0, n), "cuMemsetD32");
+  check(cuMemsetD16Async(c, 0, 2 * n, stream), "cuMemsetD16Async");
+  check(cuMemsetD8Async(c, 0, bytes, stream), "cuMemsetD8Async");
   check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  check(cuEventSynchronize(done), "cuEventSynchronize");
+  check(cuEventDestroy(done), "cuEventDestroy");
   check(cuMemcpyDtoH(host, c, bytes), "cuMemcpyDtoH");
   check(cuCtxSynchronize(), "cuCtxSynchronize");
 
@@ -68,6 +77,9 @@ int main(int argc, char** argv) {
   check(cuMemFree(b), "cuMemFree");
   check(cuMemFree(c), "cuMemFree");
   check(cuModuleUnload(module), "cuModuleUnload");
-  printf("launch %d\nmemcpy 2\nmemcpy_async 1\nstream_sync 1\ndevice_sync 1\nmalloc 3\nfree 3\n", launches);
+  printf("launch %d\nmemcpy 2\nmemcpy_async 1\nmemset 1\nmemset_async 2\nevent_record 1\n"
+         "stream_wait_event 1\nstream_sync 1\nevent_sync 1\ndevice_sync 1\nmalloc 3\nfree 3\nhost_alloc 1\n"
+         "host_free 1\n",
+         launches);
   return 0;
 }

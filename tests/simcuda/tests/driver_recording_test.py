@@ -1,6 +1,7 @@
 """gapwatch on a program that uses only the CUDA driver API (driver_api_program): its recording
-counts the program's launches, copies and syncs, each an outermost driver call, and holds one
-kernel record per launch, under LD_PRELOAD and under CUDA_INJECTION64_PATH."""
+counts the program's launches, copies, memsets, event records and waits, allocations and syncs,
+each an outermost driver call, and holds one kernel record per launch and a record per copy and
+memset, under LD_PRELOAD and under CUDA_INJECTION64_PATH."""
 import collections
 import os
 import sys
@@ -40,6 +41,8 @@ class DriverApiRecording(unittest.TestCase):
                 self.assertEqual({k["correlation_id"] for k in kernels}, launch_ids)
                 copies = [e for e in events if e["type"] == "activity" and e["kind"] == "memcpy"]
                 self.assertEqual(len(copies), want["memcpy"] + want["memcpy_async"])
+                memsets = [e for e in events if e["type"] == "activity" and e["kind"] == "memset"]
+                self.assertEqual(len(memsets), want["memset"] + want["memset_async"])
 
 
 if __name__ == "__main__":
