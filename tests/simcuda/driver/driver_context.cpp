@@ -39,8 +39,9 @@ void make_current(CUcontext ctx) {
 CUcontext current_context() {
   if (t_ctx.set) {
     if (t_ctx.stack.empty()) return nullptr;
+    // Every entry was validated when it was pushed; only whether it is still alive can change.
     CUcontext top = t_ctx.stack.back();
-    return is_context(top) ? top : nullptr;
+    return context_live(top) ? top : nullptr;
   }
   int d = current_device();
   return primary_context_exists(d) ? primary_context(d) : nullptr;

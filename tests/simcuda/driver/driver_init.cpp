@@ -33,7 +33,7 @@ struct Context {
   int device;
   uint32_t uid;
   bool primary = true;
-  bool live = true;
+  std::atomic<bool> live{true};
   unsigned flags = 0;
 };
 std::mutex g_ctx_mu;
@@ -124,6 +124,13 @@ bool is_context(CUcontext ctx) {
   return false;
 }
 
+bool context_live(CUcontext ctx) {
+  auto* c = reinterpret_cast<Context*>(ctx);
+  if (!c) return false;
+  if (c->primary) return g_contexts[c->device].load(std::memory_order_acquire) == c;
+  return c->live.load(std::memory_order_acquire);
+}
+
 bool is_primary_context(CUcontext ctx) { return ctx && reinterpret_cast<Context*>(ctx)->primary; }
 
 int context_device(CUcontext ctx) { return is_context(ctx) ? reinterpret_cast<Context*>(ctx)->device : -1; }
@@ -157,8 +164,7 @@ void destroy_context(CUcontext ctx) {
   auto* c = reinterpret_cast<Context*>(ctx);
   if (!c || c->primary) return;
   fire_context_resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, ctx);
-  std::lock_guard<std::mutex> lock(g_ctx_mu);
-  c->live = false;  // kept: records already traced still name it
+  c->live.store(false, std::memory_order_release);  // kept: records already traced still name it
 }
 
 void reset_device(int device) {

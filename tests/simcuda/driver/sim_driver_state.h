@@ -14,6 +14,7 @@ bool primary_context_exists(int device); // retained or used, and not reset sinc
 int context_device(CUcontext ctx);       // -1 for an unknown handle
 bool is_context(CUcontext ctx);          // a live context this driver made
 bool is_primary_context(CUcontext ctx);
+bool context_live(CUcontext ctx);        // lock-free: for a handle this driver handed out
 CUcontext create_context(int device, unsigned flags);  // cuCtxCreate: a new, non-primary context
 void destroy_context(CUcontext ctx);     // fires CONTEXT_DESTROY_STARTING, forgets the handle
 unsigned context_flags(CUcontext ctx);
