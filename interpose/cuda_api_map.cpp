@@ -165,11 +165,23 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
       return set(e, api_kind::kMemcpyAsync), true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
       return set(e, api_kind::kMemset), true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
       return set(e, api_kind::kMemsetAsync), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags:
+      return set(e, api_kind::kEventRecord), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+      return set(e, api_kind::kStreamWaitEvent), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
+      return set(e, api_kind::kHostAlloc), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+      return set(e, api_kind::kHostFree, true), true;
     case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
       return set(e, api_kind::kDeviceSync, true), true;
     case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
@@ -230,6 +242,10 @@ const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUpti_CallbackId(0)};
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async, CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
+    CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUpti_CallbackId(0)};
 
 }  // namespace gapwatch

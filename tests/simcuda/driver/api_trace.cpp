@@ -93,7 +93,9 @@ void ApiScope::fire(CUpti_ApiCallbackSite site) {
   data.functionParams = params_;
   data.functionReturnValue = site == CUPTI_API_EXIT ? return_value_ : nullptr;
   data.symbolName = symbol_;
-  data.context = primary_context(current_device());
+  // Runtime calls make the primary context first (as the real runtime does); a driver call sees
+  // the thread's current context, which may be none (cuDeviceGet before any context exists).
+  data.context = domain_ == CUPTI_CB_DOMAIN_RUNTIME_API ? primary_context(current_device()) : current_context();
   data.contextUid = context_uid(data.context);
   data.correlationData = &correlation_data_;
   data.correlationId = correlation_id_;

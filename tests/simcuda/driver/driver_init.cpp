@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "sim_driver.h"
 #include "sim_driver_state.h"
@@ -22,6 +23,7 @@ namespace {
 SimDeviceConfig g_config = {3000, 2000, 4000, 1000, 10000, 20.0, 20.0, 1000.0, 2.0, 1000.0, 50.0, 10000};
 std::atomic<bool> g_configured{false};
 std::once_flag g_init_once;
+std::atomic<bool> g_initialized{false};
 uint64_t g_init_ns = 0;
 int g_device_count = 1;
 std::atomic<const CuptiSink*> g_sink{nullptr};
@@ -30,6 +32,9 @@ thread_local int t_device = 0;
 struct Context {
   int device;
   uint32_t uid;
+  bool primary = true;
+  std::atomic<bool> live{true};
+  unsigned flags = 0;
 };
 std::mutex g_ctx_mu;
 // Read lock-free on every traced call (as a driver's context lookup is); written under g_ctx_mu.
@@ -56,6 +61,7 @@ void initialize() {
   g_init_ns = now_ns();
   if (const char* n = getenv("SIMCUDA_DEVICES")) g_device_count = std::max(1, std::min(64, atoi(n)));
   run_injection();
+  g_initialized.store(true, std::memory_order_release);
 }
 
 }  // namespace
@@ -79,7 +85,7 @@ CUcontext primary_context(int device) {
   {
     std::lock_guard<std::mutex> lock(g_ctx_mu);
     if (!g_contexts[device].load()) {
-      created = new Context{device, g_next_ctx_uid++};
+      created = new Context{device, g_next_ctx_uid++, true, true, 0};
       g_contexts[device].store(created, std::memory_order_release);
     }
   }
@@ -94,6 +100,72 @@ CUcontext primary_context(int device) {
 }
 
 uint32_t context_uid(CUcontext ctx) { return ctx ? reinterpret_cast<Context*>(ctx)->uid : 0; }
+
+bool driver_initialized() { return g_initialized.load(std::memory_order_acquire); }
+
+bool primary_context_exists(int device) {
+  return device >= 0 && device < g_device_count && g_contexts[device].load(std::memory_order_acquire) != nullptr;
+}
+
+namespace {
+std::vector<Context*>& created_contexts() {  // every context cuCtxCreate made, live or not
+  static auto* v = new std::vector<Context*>;
+  return *v;
+}
+}  // namespace
+
+bool is_context(CUcontext ctx) {
+  if (!ctx) return false;
+  for (int d = 0; d < g_device_count; ++d)
+    if (g_contexts[d].load(std::memory_order_acquire) == reinterpret_cast<Context*>(ctx)) return true;
+  std::lock_guard<std::mutex> lock(g_ctx_mu);
+  for (Context* c : created_contexts())
+    if (c == reinterpret_cast<Context*>(ctx)) return c->live;
+  return false;
+}
+
+bool context_live(CUcontext ctx) {
+  auto* c = reinterpret_cast<Context*>(ctx);
+  if (!c) return false;
+  if (c->primary) return g_contexts[c->device].load(std::memory_order_acquire) == c;
+  return c->live.load(std::memory_order_acquire);
+}
+
+bool is_primary_context(CUcontext ctx) { return ctx && reinterpret_cast<Context*>(ctx)->primary; }
+
+int context_device(CUcontext ctx) { return is_context(ctx) ? reinterpret_cast<Context*>(ctx)->device : -1; }
+
+unsigned context_flags(CUcontext ctx) { return ctx ? reinterpret_cast<Context*>(ctx)->flags : 0; }
+
+void set_context_flags(CUcontext ctx, unsigned flags) {
+  if (ctx) reinterpret_cast<Context*>(ctx)->flags = flags;
+}
+
+void fire_context_resource(CUpti_CallbackId cbid, CUcontext ctx) {
+  if (const CuptiSink* sink = cupti_sink(); sink && sink->resource) {
+    CUpti_ResourceData data{};
+    data.context = ctx;
+    sink->resource(cbid, &data);
+  }
+}
+
+CUcontext create_context(int device, unsigned flags) {
+  Context* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_ctx_mu);
+    c = new Context{device, g_next_ctx_uid++, false, true, flags};
+    created_contexts().push_back(c);
+  }
+  fire_context_resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, reinterpret_cast<CUcontext>(c));
+  return reinterpret_cast<CUcontext>(c);
+}
+
+void destroy_context(CUcontext ctx) {
+  auto* c = reinterpret_cast<Context*>(ctx);
+  if (!c || c->primary) return;
+  fire_context_resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, ctx);
+  c->live.store(false, std::memory_order_release);  // kept: records already traced still name it
+}
 
 void reset_device(int device) {
   wait_device(device);

@@ -217,4 +217,34 @@ SIMCUDA_EXPORT void forget_traced();
 // Interns a string for the life of the process (kernel names).
 SIMCUDA_EXPORT const char* intern(const std::string& text);
 
+// ---- memory (shared by the runtime and the driver API) ---------------------------------------------
+// One registry of what every pointer is, so a cudaMalloc pointer copied with cuMemcpyDtoH (or a
+// cuMemAllocHost buffer given to cudaMemcpy) has the same kinds on both paths. Device memory is
+// address space in one never-backed arena; host memory is the caller's (pinned allocations,
+// registered ranges). An address in no registered range is pageable host memory.
+struct MemoryRange {
+  uintptr_t base = 0;
+  size_t size = 0;
+  SimMemKind kind = SIM_MEM_UNKNOWN;
+  int device = 0;
+  bool managed = false;    // cuMemAllocManaged / cudaMallocManaged
+  bool registered = false; // cuMemHostRegister / cudaHostRegister: the caller's memory, pinned
+  unsigned flags = 0;      // the flags it was allocated or registered with (cudaHostGetFlags)
+  uint64_t buffer_id = 0;  // process-wide unique id (CU_POINTER_ATTRIBUTE_BUFFER_ID)
+};
+// Reserves device address space (rounded up to 512 bytes) and registers it; nullptr when the
+// arena is exhausted.
+SIMCUDA_EXPORT void* reserve_device_memory(size_t size, int device);
+// Managed memory (cudaMallocManaged, cuMemAllocManaged) is registered with kind SIM_MEM_MANAGED.
+SIMCUDA_EXPORT void register_memory(const void* base, size_t size, SimMemKind kind, int device, bool managed = false,
+                                    bool registered = false, unsigned flags = 0);
+// Forgets the range that starts exactly at `base` if it has `kind`; false otherwise.
+SIMCUDA_EXPORT bool unregister_memory(const void* base, SimMemKind kind);
+SIMCUDA_EXPORT SimMemKind memory_kind_of(const void* ptr);
+// The registered range holding `ptr`, if any.
+SIMCUDA_EXPORT bool find_memory(const void* ptr, MemoryRange* out);
+// Whether any registered range of `kind` overlaps [ptr, ptr + size).
+SIMCUDA_EXPORT bool overlaps_memory(const void* ptr, size_t size, SimMemKind kind);
+SIMCUDA_EXPORT size_t device_memory_in_use();
+
 }  // namespace simcuda

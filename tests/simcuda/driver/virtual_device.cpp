@@ -523,7 +523,7 @@ int64_t event_op(const Event* event) {
 
 uint32_t event_id(const Event* event) { return event->id; }
 
-unsigned event_flags(const Event* event) { return event->flags; }
+unsigned event_flags(const Event* event) { return event ? event->flags : 0; }
 
 unsigned stream_flags(Stream* stream) { return stream ? stream->flags : 0; }
 

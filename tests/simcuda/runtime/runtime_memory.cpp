@@ -34,63 +34,25 @@
 namespace simcuda::runtime {
 namespace {
 
-struct Allocation {
-  size_t size;
-  SimMemKind kind;
-  unsigned flags = 0;       // cudaHostAlloc / cudaHostRegister / cudaMallocManaged flags
-  bool registered = false;  // cudaHostRegister: the program owns the memory
-};
+// The registry of allocations lives in the driver (driver_memory.cpp), shared with the driver
+// API, so a pointer has the same kind whichever API made or copies it.
+void* reserve_device(size_t size) { return reserve_device_memory(size, current_device()); }
 
-std::mutex g_mem_mu;
-std::map<uintptr_t, Allocation>& allocations() {
-  static auto* map = new std::map<uintptr_t, Allocation>;
-  return *map;
-}
+bool forget(void* ptr, SimMemKind kind) { return unregister_memory(ptr, kind); }
 
-constexpr size_t kDeviceArenaBytes = size_t(1) << 38;  // 256 GiB of address space, never backed
-uintptr_t g_arena = 0;
-size_t g_arena_used = 0;
-
-void* reserve_device(size_t size) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  if (!g_arena) {
-    void* p = mmap(nullptr, kDeviceArenaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    g_arena = reinterpret_cast<uintptr_t>(p);
-  }
-  size_t rounded = (std::max<size_t>(size, 1) + 511) & ~size_t(511);
-  if (g_arena_used + rounded > kDeviceArenaBytes) return nullptr;
-  uintptr_t p = g_arena + g_arena_used;
-  g_arena_used += rounded;
-  allocations()[p] = {size, SIM_MEM_DEVICE};
-  return reinterpret_cast<void*>(p);
+// The registered range that starts exactly at ptr, if any.
+bool range_at(const void* ptr, MemoryRange* out) {
+  return find_memory(ptr, out) && out->base == reinterpret_cast<uintptr_t>(ptr);
 }
 
 struct Symbol {
   void* address;  // device address space
   size_t size;
 };
+std::mutex g_symbols_mu;
 std::unordered_map<const void*, Symbol>& symbols() {
   static auto* map = new std::unordered_map<const void*, Symbol>;
   return *map;
-}
-
-// The allocation containing [p, p + size), or end().
-std::map<uintptr_t, Allocation>::iterator containing(uintptr_t p) {
-  auto& m = allocations();
-  auto it = m.upper_bound(p);
-  if (it == m.begin()) return m.end();
-  --it;
-  if (p >= it->first && p < it->first + std::max<size_t>(it->second.size, 1)) return it;
-  return m.end();
-}
-
-bool forget(void* ptr, SimMemKind kind) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == allocations().end() || it->second.kind != kind) return false;
-  allocations().erase(it);
-  return true;
 }
 
 double gbps_for(uint32_t copy_kind) {
@@ -240,22 +202,9 @@ OpRequest memset_request(void* ptr, size_t bytes) {
   return r;
 }
 
-size_t device_bytes_in_use() {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  size_t total = 0;
-  for (auto& [p, a] : allocations())
-    if (a.kind == SIM_MEM_DEVICE || a.kind == SIM_MEM_MANAGED) total += a.size;
-  return total;
-}
+size_t device_bytes_in_use() { return device_memory_in_use(); }
 
-SimMemKind memory_kind(const void* ptr) {
-  auto p = reinterpret_cast<uintptr_t>(ptr);
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto it = containing(p);
-  if (it != allocations().end()) return it->second.kind;
-  if (g_arena && p >= g_arena && p < g_arena + kDeviceArenaBytes) return SIM_MEM_DEVICE;  // freed device memory
-  return SIM_MEM_PAGEABLE;
-}
+SimMemKind memory_kind(const void* ptr) { return memory_kind_of(ptr); }
 
 }  // namespace simcuda::runtime
 
@@ -319,15 +268,11 @@ SIMCUDA_EXPORT cudaError_t cudaFree(void* ptr) {
                                            [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
                                              if (forget(ptr, SIM_MEM_DEVICE)) return CUDA_SUCCESS;
-                                             size_t managed = 0;
-                                             {
-                                               std::lock_guard<std::mutex> lock(g_mem_mu);
-                                               auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-                                               if (it == allocations().end() || it->second.kind != SIM_MEM_MANAGED)
-                                                 return CUDA_ERROR_INVALID_VALUE;
-                                               managed = it->second.size;
-                                               allocations().erase(it);
-                                             }
+                                             MemoryRange r;
+                                             if (!range_at(ptr, &r) || r.kind != SIM_MEM_MANAGED ||
+                                                 !forget(ptr, SIM_MEM_MANAGED))
+                                               return CUDA_ERROR_INVALID_VALUE;
+                                             size_t managed = r.size;
                                              munmap(ptr, (managed + 4095) & ~size_t(4095));
                                              return CUDA_SUCCESS;
                                            });
@@ -346,8 +291,7 @@ static cudaError_t host_alloc(ApiScope& s, void** ptr, size_t size, CUpti_Callba
   CUresult r = driver_call(cbid, name, SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
     void* p = aligned_alloc(4096, (std::max<size_t>(size, 1) + 4095) & ~size_t(4095));
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-    std::lock_guard<std::mutex> lock(g_mem_mu);
-    allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_PINNED, flags, false};
+    register_memory(p, size, SIM_MEM_PINNED, current_device(), false, false, flags);
     *ptr = p;
     return CUDA_SUCCESS;
   });
@@ -380,14 +324,10 @@ SIMCUDA_EXPORT cudaError_t cudaFreeHost(void* ptr) {
                   CUresult r = driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, "cuMemFreeHost",
                                            SIM_CALL_HOST_FREE, &dp, [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
-                                             {
-                                               std::lock_guard<std::mutex> lock(g_mem_mu);
-                                               auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-                                               if (it == allocations().end() || it->second.kind != SIM_MEM_PINNED ||
-                                                   it->second.registered)
-                                                 return CUDA_ERROR_INVALID_VALUE;
-                                               allocations().erase(it);
-                                             }
+                                             MemoryRange r;
+                                             if (!range_at(ptr, &r) || r.kind != SIM_MEM_PINNED || r.registered ||
+                                                 !forget(ptr, SIM_MEM_PINNED))
+                                               return CUDA_ERROR_INVALID_VALUE;
                                              free(ptr);
                                              return CUDA_SUCCESS;
                                            });
@@ -409,19 +349,12 @@ SIMCUDA_EXPORT cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int
                   cudaError_t ret = cudaSuccess;
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, "cuMemHostRegister_v2",
                               SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
-                                std::lock_guard<std::mutex> lock(g_mem_mu);
-                                auto p = reinterpret_cast<uintptr_t>(ptr);
                                 // Any overlap with memory already page-locked is an error.
-                                auto it = allocations().lower_bound(p);
-                                bool overlap = (it != allocations().end() && it->first < p + size &&
-                                                it->second.kind == SIM_MEM_PINNED) ||
-                                               (containing(p) != allocations().end() &&
-                                                containing(p)->second.kind == SIM_MEM_PINNED);
-                                if (overlap) {
+                                if (overlaps_memory(ptr, size, SIM_MEM_PINNED)) {
                                   ret = cudaErrorHostMemoryAlreadyRegistered;
                                   return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
                                 }
-                                allocations()[p] = {size, SIM_MEM_PINNED, flags, true};
+                                register_memory(ptr, size, SIM_MEM_PINNED, current_device(), false, true, flags);
                                 return CUDA_SUCCESS;
                               });
                   return ret;
@@ -437,13 +370,12 @@ SIMCUDA_EXPORT cudaError_t cudaHostUnregister(void* ptr) {
                   cudaError_t ret = cudaSuccess;
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, "cuMemHostUnregister", SIM_CALL_HOST_FREE,
                               &dp, [&](ApiScope&) {
-                                std::lock_guard<std::mutex> lock(g_mem_mu);
-                                auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-                                if (it == allocations().end() || !it->second.registered) {
+                                MemoryRange r;
+                                if (!range_at(ptr, &r) || !r.registered) {
                                   ret = cudaErrorHostMemoryNotRegistered;
                                   return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
                                 }
-                                allocations().erase(it);
+                                forget(ptr, SIM_MEM_PINNED);
                                 return CUDA_SUCCESS;
                               });
                   return ret;
@@ -475,12 +407,11 @@ SIMCUDA_EXPORT cudaError_t cudaHostGetFlags(unsigned int* flags, void* host_ptr)
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostGetFlags_v3020, "cudaHostGetFlags", SIM_CALL_OTHER, &params,
                 [&](ApiScope&) -> cudaError_t {
                   if (!flags || !host_ptr) return cudaErrorInvalidValue;
-                  std::lock_guard<std::mutex> lock(g_mem_mu);
-                  auto it = containing(reinterpret_cast<uintptr_t>(host_ptr));
-                  if (it == allocations().end() || it->second.kind != SIM_MEM_PINNED || it->second.registered)
+                  MemoryRange r;
+                  if (!find_memory(host_ptr, &r) || r.kind != SIM_MEM_PINNED || r.registered)
                     return cudaErrorInvalidValue;  // only for cudaHostAlloc / cudaMallocHost memory
                   // Unified addressing: every allocation is mapped (and portable) whatever was asked.
-                  *flags = it->second.flags | cudaHostAllocMapped | cudaHostAllocPortable;
+                  *flags = r.flags | cudaHostAllocMapped | cudaHostAllocPortable;
                   return cudaSuccess;
                 });
 }
@@ -503,9 +434,8 @@ SIMCUDA_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned i
                                              void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
                                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
                                              if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-                                             std::lock_guard<std::mutex> lock(g_mem_mu);
-                                             allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_MANAGED,
-                                                                                              flags, false};
+                                             register_memory(p, size, SIM_MEM_MANAGED, current_device(), true,
+                                                             false, flags);
                                              *ptr = p;
                                              return CUDA_SUCCESS;
                                            });
@@ -517,7 +447,7 @@ SIMCUDA_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned i
 SIMCUDA_EXPORT void __cudaRegisterVar(void** fat_cubin, char* host_var, char* device_address, const char* device_name,
                                       int ext, size_t size, int constant, int global) {
   void* address = reserve_device(size);
-  std::lock_guard<std::mutex> lock(g_mem_mu);
+  std::lock_guard<std::mutex> lock(g_symbols_mu);
   symbols()[host_var] = {address, size};
 }
 
@@ -528,8 +458,8 @@ SIMCUDA_EXPORT void __cudaRegisterManagedVar(void** fat_cubin, void** host_var_p
   size_t rounded = (std::max<size_t>(size, 1) + 4095) & ~size_t(4095);
   void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_MANAGED, cudaMemAttachGlobal, false};
+  register_memory(p, size, SIM_MEM_MANAGED, current_device(), true, false, cudaMemAttachGlobal);
+  std::lock_guard<std::mutex> lock(g_symbols_mu);
   if (host_var_ptr_address) *host_var_ptr_address = p;
   symbols()[host_var_ptr_address] = {p, size};
 }
@@ -541,7 +471,7 @@ SIMCUDA_EXPORT char __cudaInitModule(void** fat_cubin) { return 1; }
 namespace {
 
 bool find_symbol(const void* symbol, Symbol* out) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
+  std::lock_guard<std::mutex> lock(g_symbols_mu);
   auto it = symbols().find(symbol);
   if (it == symbols().end()) return false;
   *out = it->second;

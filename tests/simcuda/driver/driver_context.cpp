@@ -1,0 +1,312 @@
+// Contexts through the driver API: primary contexts (cuDevicePrimaryCtx*), contexts of their own
+// (cuCtxCreate_v4, CUDA 13's signature), and each thread's context stack (cuCtxSetCurrent,
+// cuCtxPushCurrent_v2, cuCtxPopCurrent_v2).
+//
+// A context is a device plus a CUPTI context id (CUpti_CallbackData::contextUid, resource callbacks
+// CONTEXT_CREATED / CONTEXT_DESTROY_STARTING). Primary contexts are the ones the runtime uses
+// (primary_context()); one made by cuCtxCreate gets its own id. Device work is per device in the
+// simulator, so two contexts on one device share its streams' ordering (the legacy stream is per
+// device), and a device op's CUPTI record names the device's primary context.
+#include <mutex>
+#include <vector>
+
+#include "driver_internal.h"
+
+namespace simcuda {
+namespace {
+
+// The thread's stack; `set` becomes true once the thread chose a context itself.
+struct ThreadContexts {
+  std::vector<CUcontext> stack;
+  bool set = false;
+};
+thread_local ThreadContexts t_ctx;
+
+struct PrimaryState {
+  int retains = 0;
+  unsigned flags = 0;
+};
+std::mutex g_primary_mu;
+PrimaryState g_primary[64];
+
+void make_current(CUcontext ctx) {
+  int d = context_device(ctx);
+  if (d >= 0) set_current_device(d);
+}
+
+}  // namespace
+
+CUcontext current_context() {
+  if (t_ctx.set) {
+    if (t_ctx.stack.empty()) return nullptr;
+    // Every entry was validated when it was pushed; only whether it is still alive can change.
+    CUcontext top = t_ctx.stack.back();
+    return context_live(top) ? top : nullptr;
+  }
+  int d = current_device();
+  return primary_context_exists(d) ? primary_context(d) : nullptr;
+}
+
+}  // namespace simcuda
+
+namespace simcuda::driver {
+
+void sync_record(ApiScope& scope, CUpti_ActivitySynchronizationType type, uint64_t enter, Stream* stream,
+                 const Event* event) {
+  SyncRecord r{};
+  r.type = type;
+  r.start_ns = enter;
+  r.end_ns = now_ns();
+  r.correlation_id = scope.correlation_id();
+  r.context_id = uint32_t(current_device() + 1);
+  r.stream_id = stream ? uint32_t(stream_id(stream)) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  r.event_id = event ? event_id(event) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  add_sync_record(r);
+}
+
+}  // namespace simcuda::driver
+
+using namespace simcuda;
+using namespace simcuda::driver;
+
+extern "C" {
+
+SIMCUDA_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  cuCtxGetCurrent_params params{ctx};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, "cuCtxGetCurrent", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+                  *ctx = current_context();
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  cuCtxSetCurrent_params params{ctx};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxSetCurrent, "cuCtxSetCurrent", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (ctx && !is_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+                  // Replaces the top of the stack (an empty stack gets one entry); NULL unbinds.
+                  t_ctx.set = true;
+                  if (!ctx) {
+                    if (!t_ctx.stack.empty()) t_ctx.stack.pop_back();
+                    return CUDA_SUCCESS;
+                  }
+                  if (t_ctx.stack.empty()) t_ctx.stack.push_back(ctx);
+                  else t_ctx.stack.back() = ctx;
+                  make_current(ctx);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {  // cuCtxPushCurrent_v2
+  cuCtxPushCurrent_v2_params params{ctx};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxPushCurrent_v2, "cuCtxPushCurrent_v2", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!ctx || !is_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+                  if (!t_ctx.set) {  // the implicit (runtime) context stays below the pushed one
+                    t_ctx.set = true;
+                    int d = current_device();
+                    if (primary_context_exists(d)) t_ctx.stack.push_back(primary_context(d));
+                  }
+                  t_ctx.stack.push_back(ctx);
+                  make_current(ctx);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxPopCurrent(CUcontext* out) {  // cuCtxPopCurrent_v2
+  cuCtxPopCurrent_v2_params params{out};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  CUcontext cur = current_context();
+                  if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
+                  if (!t_ctx.set) {
+                    t_ctx.set = true;  // popping the implicit context leaves none
+                  } else {
+                    t_ctx.stack.pop_back();
+                  }
+                  if (out) *out = cur;
+                  if (CUcontext next = current_context()) make_current(next);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxCreate(CUcontext* pctx, CUctxCreateParams* create_params, unsigned int flags,
+                                    CUdevice dev) {  // cuCtxCreate_v4
+  cuCtxCreate_v4_params params{pctx, create_params, flags, dev};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v4, "cuCtxCreate_v4", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+                  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+                  if (create_params && create_params->execAffinityParams && create_params->cigParams)
+                    return CUDA_ERROR_INVALID_VALUE;  // the two are mutually exclusive
+                  CUcontext ctx = create_context(dev, flags);
+                  // The new context is pushed onto the calling thread's stack.
+                  if (!t_ctx.set) {
+                    t_ctx.set = true;
+                    int d = current_device();
+                    if (primary_context_exists(d)) t_ctx.stack.push_back(primary_context(d));
+                  }
+                  t_ctx.stack.push_back(ctx);
+                  make_current(ctx);
+                  *pctx = ctx;
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxDestroy(CUcontext ctx) {  // cuCtxDestroy_v2
+  cuCtxDestroy_v2_params params{ctx};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2, "cuCtxDestroy_v2", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!ctx || !is_context(ctx) || is_primary_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+                  wait_device(context_device(ctx));  // its work finishes first
+                  destroy_context(ctx);
+                  // Gone from this thread's stack (other threads see it as invalid from now on).
+                  auto& st = t_ctx.stack;
+                  for (size_t i = st.size(); i-- > 0;)
+                    if (st[i] == ctx) st.erase(st.begin() + long(i));
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
+  cuCtxGetDevice_params params{device};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, "cuCtxGetDevice", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!device) return CUDA_ERROR_INVALID_VALUE;
+                  CUcontext ctx = current_context();
+                  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+                  *device = context_device(ctx);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  cuCtxGetApiVersion_params params{ctx, version};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetApiVersion, "cuCtxGetApiVersion", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!version) return CUDA_ERROR_INVALID_VALUE;
+                  CUcontext c = ctx ? ctx : current_context();
+                  if (!c || !is_context(c)) return CUDA_ERROR_INVALID_CONTEXT;
+                  *version = 3020;  // the context API version every context since CUDA 3.2 reports
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id) {
+  cuCtxGetId_params params{ctx, id};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetId, "cuCtxGetId", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!id) return CUDA_ERROR_INVALID_VALUE;
+                  CUcontext c = ctx ? ctx : current_context();
+                  if (!c || !is_context(c)) return CUDA_ERROR_INVALID_CONTEXT;
+                  *id = context_uid(c);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
+  cuCtxGetFlags_params params{flags};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetFlags, "cuCtxGetFlags", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+                  CUcontext c = current_context();
+                  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+                  *flags = context_flags(c);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxSynchronize(void) {
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", SIM_CALL_DEVICE_SYNC, nullptr,
+                [&](ApiScope& s) -> CUresult {
+                  CUcontext c = current_context();
+                  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+                  uint64_t enter = now_ns();
+                  spend(config().sync_api_ns);
+                  s.set_blocked(wait_device(context_device(c)));
+                  sync_record(s, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, enter, nullptr, nullptr);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  cuCtxGetStreamPriorityRange_params params{least, greatest};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange",
+                SIM_CALL_OTHER, &params, [&](ApiScope&) -> CUresult {
+                  if (least) *least = 0;  // as on Hopper: 0 is the lowest priority, -5 the highest
+                  if (greatest) *greatest = -5;
+                  return CUDA_SUCCESS;
+                });
+}
+
+// ---- primary contexts ----------------------------------------------------------------------------
+SIMCUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  cuDevicePrimaryCtxRetain_params params{pctx, dev};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", SIM_CALL_OTHER,
+                &params, [&](ApiScope&) -> CUresult {
+                  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+                  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+                  *pctx = primary_context(dev);
+                  std::lock_guard<std::mutex> lock(g_primary_mu);
+                  ++g_primary[dev].retains;
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {  // _v2
+  cuDevicePrimaryCtxRelease_v2_params params{dev};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2",
+                SIM_CALL_OTHER, &params, [&](ApiScope&) -> CUresult {
+                  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+                  std::lock_guard<std::mutex> lock(g_primary_mu);
+                  if (g_primary[dev].retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+                  // At zero the real driver destroys it; the simulator keeps it (the runtime may
+                  // still hold it implicitly), so records keep naming one context per device.
+                  --g_primary[dev].retains;
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {  // _v2
+  cuDevicePrimaryCtxReset_v2_params params{dev};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset_v2", SIM_CALL_OTHER,
+                &params, [&](ApiScope&) -> CUresult {
+                  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+                  reset_device(dev);  // what cudaDeviceReset does: sync, DESTROY_STARTING
+                  std::lock_guard<std::mutex> lock(g_primary_mu);
+                  g_primary[dev] = PrimaryState{};
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  cuDevicePrimaryCtxGetState_params params{dev, flags, active};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState", SIM_CALL_OTHER,
+                &params, [&](ApiScope&) -> CUresult {
+                  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+                  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+                  std::lock_guard<std::mutex> lock(g_primary_mu);
+                  *flags = g_primary[dev].flags;
+                  *active = primary_context_exists(dev) ? 1 : 0;
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {  // _v2
+  cuDevicePrimaryCtxSetFlags_v2_params params{dev, flags};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxSetFlags_v2, "cuDevicePrimaryCtxSetFlags_v2",
+                SIM_CALL_OTHER, &params, [&](ApiScope&) -> CUresult {
+                  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+                  constexpr unsigned kKnown = CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_COREDUMP_ENABLE |
+                                              CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS;
+                  if (flags & ~kKnown) return CUDA_ERROR_INVALID_VALUE;
+                  std::lock_guard<std::mutex> lock(g_primary_mu);
+                  g_primary[dev].flags = flags;
+                  if (primary_context_exists(dev)) set_context_flags(primary_context(dev), flags);
+                  return CUDA_SUCCESS;
+                });
+}
+
+}  // extern "C"
