@@ -123,6 +123,22 @@ bool classify_runtime(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
       return set(e, api_kind::kHostFree, true), true;
+    // Page-locking the caller's memory is a host allocation in cost and effect (what proto's
+    // HOST_ALLOC says); neither call waits for the device.
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000: {
+      auto* q = static_cast<const cudaHostRegister_v4000_params*>(p);
+      set(e, api_kind::kHostAlloc);
+      if (q) e->bytes = q->size;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000:
+      return set(e, api_kind::kHostFree), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
+      auto* q = static_cast<const cudaMallocManaged_v6000_params*>(p);
+      set(e, api_kind::kMalloc, true);  // like cudaMalloc, it waits for the device
+      if (q) e->bytes = q->size;
+      return true;
+    }
     default:
       return false;
   }
@@ -182,6 +198,20 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
       return set(e, api_kind::kHostAlloc), true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
       return set(e, api_kind::kHostFree, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
+      auto* q = static_cast<const cuMemHostRegister_v2_params*>(p);
+      set(e, api_kind::kHostAlloc);
+      if (q) e->bytes = q->bytesize;
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
+      return set(e, api_kind::kHostFree), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      auto* q = static_cast<const cuMemAllocManaged_params*>(p);
+      set(e, api_kind::kMalloc, true);
+      if (q) e->bytes = q->bytesize;
+      return true;
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
       return set(e, api_kind::kDeviceSync, true), true;
     case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
@@ -227,7 +257,9 @@ const CUpti_CallbackId kRecordedRuntimeCbids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUpti_CallbackId(0)};
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+    CUpti_CallbackId(0)};
 
 const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
@@ -246,6 +278,7 @@ const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async, CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
     CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
     CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
-    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUpti_CallbackId(0)};
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUpti_CallbackId(0)};
 
 }  // namespace gapwatch

@@ -315,7 +315,7 @@ SIMCUDA_EXPORT CUresult cuMemFreeHost(void* p) {
 
 SIMCUDA_EXPORT CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int flags) {  // _v2
   cuMemHostRegister_v2_params params{p, bytesize, flags};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, "cuMemHostRegister_v2", SIM_CALL_OTHER, &params,
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, "cuMemHostRegister_v2", SIM_CALL_HOST_ALLOC, &params,
                 [&](ApiScope& s) -> CUresult {
                   if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
                   if (!p || !bytesize) return CUDA_ERROR_INVALID_VALUE;
@@ -335,7 +335,7 @@ SIMCUDA_EXPORT CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int
 
 SIMCUDA_EXPORT CUresult cuMemHostUnregister(void* p) {
   cuMemHostUnregister_params params{p};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, "cuMemHostUnregister", SIM_CALL_OTHER, &params,
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, "cuMemHostUnregister", SIM_CALL_HOST_FREE, &params,
                 [&](ApiScope&) -> CUresult {
                   if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
                   MemoryRange r;
