@@ -51,6 +51,8 @@ constexpr size_t kDeviceArenaBytes = size_t(1) << 38;  // 256 GiB of address spa
 uintptr_t g_arena = 0;
 size_t g_arena_used = 0;
 
+}  // namespace
+
 void* reserve_device(size_t size) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   if (!g_arena) {
@@ -65,6 +67,8 @@ void* reserve_device(size_t size) {
   allocations()[p] = {size, SIM_MEM_DEVICE};
   return reinterpret_cast<void*>(p);
 }
+
+namespace {
 
 struct Symbol {
   void* address;  // device address space
@@ -85,6 +89,8 @@ std::map<uintptr_t, Allocation>::iterator containing(uintptr_t p) {
   return m.end();
 }
 
+}  // namespace
+
 bool forget(void* ptr, SimMemKind kind) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
@@ -92,6 +98,8 @@ bool forget(void* ptr, SimMemKind kind) {
   allocations().erase(it);
   return true;
 }
+
+namespace {
 
 double gbps_for(uint32_t copy_kind) {
   const SimDeviceConfig& c = config();
@@ -143,7 +151,7 @@ DriverCopyApi driver_copy_api(uint32_t copy_kind, bool async) {
 constexpr size_t kSmallH2DBytes = 64 * 1024;
 
 cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cudaMemcpyKind kind, void* stream_handle,
-                 bool async, const DriverCopyApi* driver_api = nullptr) {
+                 bool async, const DriverCopyApi* driver_api = nullptr, bool per_thread = false) {
   if ((!dst || !src) && count) return cudaErrorInvalidValue;
   if (int(kind) < cudaMemcpyHostToHost || int(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
   if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
@@ -152,7 +160,8 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
   bool pageable = src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE;
   bool blocking = async ? (pageable || ck == SIM_COPY_H2H)
                         : (ck == SIM_COPY_D2H || ck == SIM_COPY_H2H || (ck == SIM_COPY_H2D && count > kSmallH2DBytes));
-  Stream* stream = async ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
+  if (per_thread && !stream_handle) stream_handle = reinterpret_cast<void*>(cudaStreamPerThread);
+  Stream* stream = async || per_thread ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(count);
   spend(config().copy_api_ns);
@@ -182,11 +191,13 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
   return cudaSuccess;
 }
 
-cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_handle, bool async) {
+cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_handle, bool async,
+                      bool per_thread = false) {
   if (!ptr && count) return cudaErrorInvalidValue;
   if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
   SimMemKind target = memory_kind(ptr);
-  Stream* stream = async ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
+  if (per_thread && !stream_handle) stream_handle = reinterpret_cast<void*>(cudaStreamPerThread);
+  Stream* stream = async || per_thread ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(count);
   spend(config().copy_api_ns);
@@ -240,12 +251,38 @@ OpRequest memset_request(void* ptr, size_t bytes) {
   return r;
 }
 
+bool pointer_info(const void* ptr, SimMemKind* kind, bool* registered) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = containing(reinterpret_cast<uintptr_t>(ptr));
+  if (it == allocations().end()) {
+    auto p = reinterpret_cast<uintptr_t>(ptr);
+    if (g_arena && p >= g_arena && p < g_arena + kDeviceArenaBytes) {
+      *kind = SIM_MEM_DEVICE;  // inside a live or freed device range
+      *registered = false;
+      return true;
+    }
+    return false;
+  }
+  *kind = it->second.kind;
+  *registered = it->second.registered;
+  return true;
+}
+
 size_t device_bytes_in_use() {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   size_t total = 0;
   for (auto& [p, a] : allocations())
     if (a.kind == SIM_MEM_DEVICE || a.kind == SIM_MEM_MANAGED) total += a.size;
   return total;
+}
+
+cudaError_t copy_call(ApiScope& scope, void* dst, const void* src, size_t count, cudaMemcpyKind kind, void* stream,
+                      bool async, bool per_thread) {
+  return copy(scope, dst, src, count, kind, stream, async, nullptr, per_thread);
+}
+
+cudaError_t memset_call(ApiScope& scope, void* ptr, size_t count, void* stream, bool async, bool per_thread) {
+  return memset_op(scope, ptr, count, stream, async, per_thread);
 }
 
 SimMemKind memory_kind(const void* ptr) {
