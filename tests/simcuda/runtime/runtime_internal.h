@@ -65,6 +65,17 @@ OpRequest memset_request(void* ptr, size_t bytes);
 // Memory: what a pointer is, for copy kinds and pageable/pinned.
 SimMemKind memory_kind(const void* ptr);
 size_t device_bytes_in_use();  // cudaMalloc'd and cudaMallocManaged bytes not yet freed
+void* reserve_device(size_t size);  // device address space (nullptr when exhausted)
+bool forget(void* ptr, SimMemKind kind);  // drops an allocation of that kind starting at ptr
+bool pointer_info(const void* ptr, SimMemKind* kind, bool* registered);  // false: not known memory
+// The bodies of cudaMemcpy(Async) and cudaMemset(Async); per_thread: the _ptds/_ptsz forms (a
+// null stream is the per-thread default stream).
+cudaError_t copy_call(ApiScope& scope, void* dst, const void* src, size_t count, cudaMemcpyKind kind, void* stream,
+                      bool async, bool per_thread);
+cudaError_t memset_call(ApiScope& scope, void* ptr, size_t count, void* stream, bool async, bool per_thread);
+// A launch (runtime_launch.cpp), for the launch entry points of other files.
+cudaError_t launch_kernel(CUpti_CallbackId cbid, const char* api, const void* params, const void* func, dim3 grid,
+                          dim3 block, void** args, size_t shared_mem, cudaStream_t stream, bool per_thread);
 
 // Device properties (runtime_properties.cpp).
 bool device_attribute(int attr, int device, int* value);  // false: not a (non-reserved) attribute

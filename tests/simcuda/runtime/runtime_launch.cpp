@@ -77,6 +77,11 @@ cudaError_t launch(CUpti_CallbackId cbid, const char* api, const void* params, c
 
 }  // namespace
 
+cudaError_t launch_kernel(CUpti_CallbackId cbid, const char* api, const void* params, const void* func, dim3 grid,
+                          dim3 block, void** args, size_t shared_mem, cudaStream_t stream, bool per_thread) {
+  return launch(cbid, api, params, kernel_for_stub(func), grid, block, args, shared_mem, stream, per_thread);
+}
+
 const Kernel* kernel_for_stub(const void* host_stub) {
   std::lock_guard<std::mutex> lock(g_kernels_mu);
   auto it = kernels().find(host_stub);

@@ -32,13 +32,14 @@
 #include "runtime_internal.h"
 
 namespace simcuda::runtime {
-namespace {
 
 // The registry of allocations lives in the driver (driver_memory.cpp), shared with the driver
 // API, so a pointer has the same kind whichever API made or copies it.
 void* reserve_device(size_t size) { return reserve_device_memory(size, current_device()); }
 
 bool forget(void* ptr, SimMemKind kind) { return unregister_memory(ptr, kind); }
+
+namespace {
 
 // The registered range that starts exactly at ptr, if any.
 bool range_at(const void* ptr, MemoryRange* out) {
@@ -105,7 +106,7 @@ DriverCopyApi driver_copy_api(uint32_t copy_kind, bool async) {
 constexpr size_t kSmallH2DBytes = 64 * 1024;
 
 cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cudaMemcpyKind kind, void* stream_handle,
-                 bool async, const DriverCopyApi* driver_api = nullptr) {
+                 bool async, const DriverCopyApi* driver_api = nullptr, bool per_thread = false) {
   if ((!dst || !src) && count) return cudaErrorInvalidValue;
   if (int(kind) < cudaMemcpyHostToHost || int(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
   if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
@@ -114,7 +115,8 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
   bool pageable = src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE;
   bool blocking = async ? (pageable || ck == SIM_COPY_H2H)
                         : (ck == SIM_COPY_D2H || ck == SIM_COPY_H2H || (ck == SIM_COPY_H2D && count > kSmallH2DBytes));
-  Stream* stream = async ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
+  if (per_thread && !stream_handle) stream_handle = reinterpret_cast<void*>(cudaStreamPerThread);
+  Stream* stream = async || per_thread ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(count);
   spend(config().copy_api_ns);
@@ -144,11 +146,13 @@ cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cuda
   return cudaSuccess;
 }
 
-cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_handle, bool async) {
+cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_handle, bool async,
+                      bool per_thread = false) {
   if (!ptr && count) return cudaErrorInvalidValue;
   if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
   SimMemKind target = memory_kind(ptr);
-  Stream* stream = async ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
+  if (per_thread && !stream_handle) stream_handle = reinterpret_cast<void*>(cudaStreamPerThread);
+  Stream* stream = async || per_thread ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(count);
   spend(config().copy_api_ns);
@@ -202,7 +206,29 @@ OpRequest memset_request(void* ptr, size_t bytes) {
   return r;
 }
 
+bool pointer_info(const void* ptr, SimMemKind* kind, bool* registered) {
+  MemoryRange r;
+  if (find_memory(ptr, &r)) {
+    *kind = r.kind;
+    *registered = r.registered;
+    return true;
+  }
+  if (memory_kind_of(ptr) != SIM_MEM_DEVICE) return false;
+  *kind = SIM_MEM_DEVICE;  // inside the device arena: a live or freed device range
+  *registered = false;
+  return true;
+}
+
 size_t device_bytes_in_use() { return device_memory_in_use(); }
+
+cudaError_t copy_call(ApiScope& scope, void* dst, const void* src, size_t count, cudaMemcpyKind kind, void* stream,
+                      bool async, bool per_thread) {
+  return copy(scope, dst, src, count, kind, stream, async, nullptr, per_thread);
+}
+
+cudaError_t memset_call(ApiScope& scope, void* ptr, size_t count, void* stream, bool async, bool per_thread) {
+  return memset_op(scope, ptr, count, stream, async, per_thread);
+}
 
 SimMemKind memory_kind(const void* ptr) { return memory_kind_of(ptr); }
 

@@ -72,7 +72,9 @@ TEST_CASE("an explicit diamond graph runs in dependency order under the launch's
   cudaGraph_t g;
   REQUIRE(cudaGraphCreate(&g, 0) == cudaSuccess);
   CHECK(last_call().cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000);
-  int64_t a_ns = 2 * kMs, b_ns = 30 * kMs, c_ns = 30 * kMs, d_ns = 1 * kMs;
+  // b and c run 200 ms: far longer than the host needs to queue the graph's nodes, so their
+  // overlap does not depend on the host's speed.
+  int64_t a_ns = 2 * kMs, b_ns = 200 * kMs, c_ns = 200 * kMs, d_ns = 1 * kMs;
   void* a_args[] = {&a_ns};
   void* b_args[] = {&b_ns};
   void* c_args[] = {&c_ns};
@@ -224,8 +226,8 @@ TEST_CASE("capture follows work forked to another stream through events and join
   REQUIRE(cudaStreamWaitEvent(s1, fork, 0) == cudaSuccess);
   REQUIRE(cudaStreamIsCapturing(s1, &status) == cudaSuccess);
   CHECK(status == cudaStreamCaptureStatusActive);     // s1 joined the capture
-  launch(kernel(), 20 * kMs, s1);                      // B, after A
-  launch(kernel(), 20 * kMs, s0);                      // C, after A, concurrent with B
+  launch(kernel(), 200 * kMs, s1);                     // B, after A
+  launch(kernel(), 200 * kMs, s0);                     // C, after A, concurrent with B
   unsigned long long id = 0;
   cudaGraph_t capturing_graph = nullptr;
   const cudaGraphNode_t* deps = nullptr;

@@ -275,6 +275,7 @@ const char* op_kind_name(uint32_t kind) {
     case SIM_OP_MEMCPY: return "memcpy";
     case SIM_OP_MEMSET: return "memset";
     case SIM_OP_MARKER: return "marker";
+    case SIM_OP_HOST_FUNC: return "host_func";
     default: return "unknown";
   }
 }
@@ -298,6 +299,7 @@ const char* call_kind_name(uint32_t kind) {
     case SIM_CALL_HOST_FREE: return "host_free";
     case SIM_CALL_NCCL: return "nccl";
     case SIM_CALL_OTHER: return "other";
+    case SIM_CALL_HOST_FUNC: return "host_func";
     default: return "unknown";
   }
 }
