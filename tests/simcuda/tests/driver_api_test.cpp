@@ -536,6 +536,41 @@ TEST_CASE("streams and events: order, waits, queries, elapsed time, sync kinds")
   CHECK(cuMemFree(d) == CUDA_SUCCESS);
 }
 
+TEST_CASE("limits, cache configuration, PCI lookup, a stream's device") {
+  size_t v = 0;
+  CHECK(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS);
+  CHECK(v == 1024);
+  CHECK(cuCtxGetLimit(&v, CU_LIMIT_MALLOC_HEAP_SIZE) == CUDA_SUCCESS);
+  CHECK(v == 8 << 20);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 << 20) == CUDA_SUCCESS);
+  CHECK(cuCtxGetLimit(&v, CU_LIMIT_MALLOC_HEAP_SIZE) == CUDA_SUCCESS);
+  CHECK(v == 64 << 20);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 256) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuCtxSetLimit(CU_LIMIT_CIG_ENABLED, 1) == CUDA_ERROR_INVALID_VALUE);  // query only
+  CHECK(cuCtxGetLimit(&v, CUlimit(0x40)) == CUDA_ERROR_UNSUPPORTED_LIMIT);
+  CUfunc_cache cache = CU_FUNC_CACHE_PREFER_L1;
+  CHECK(cuCtxGetCacheConfig(&cache) == CUDA_SUCCESS);
+  CHECK(cache == CU_FUNC_CACHE_PREFER_NONE);
+  CHECK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_SHARED) == CUDA_SUCCESS);
+  CHECK(cuCtxGetCacheConfig(&cache) == CUDA_SUCCESS);
+  CHECK(cache == CU_FUNC_CACHE_PREFER_SHARED);
+  CUdevice d = -1;
+  CHECK(cuDeviceGetByPCIBusId(&d, "0000:18:00.0") == CUDA_SUCCESS);
+  CHECK(d == 0);
+  CHECK(cuDeviceGetByPCIBusId(&d, "0000:19:00.0") == CUDA_ERROR_INVALID_DEVICE);
+  CHECK(cuDeviceGetByPCIBusId(&d, "not a bus id") == CUDA_ERROR_INVALID_DEVICE);
+  int peer = 1;
+  CHECK(cuDeviceCanAccessPeer(&peer, 0, 0) == CUDA_SUCCESS);
+  CHECK(peer == 0);
+  CUstream s = nullptr;
+  REQUIRE(cuStreamCreate(&s, 0) == CUDA_SUCCESS);
+  d = -1;
+  CHECK(cuStreamGetDevice(s, &d) == CUDA_SUCCESS);
+  CHECK(d == 0);
+  CHECK(cuStreamGetDevice(nullptr, &d) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(s) == CUDA_SUCCESS);
+}
+
 TEST_CASE("cuGetProcAddress_v2 returns the sim's own versioned exports") {
   void* fn = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
