@@ -232,6 +232,12 @@ TEST_CASE("contexts: primary retain and set current, cuCtxCreate_v4 with its own
   CHECK(cur == own);  // pushed onto the thread's stack
   CHECK(cuCtxGetId(own, &other_id) == CUDA_SUCCESS);
   CHECK(other_id != primary_id);
+  uint32_t own_cupti_id = 0, own_device = 9;
+  CHECK(cuptiGetContextId(own, &own_cupti_id) == CUPTI_SUCCESS);
+  CHECK(own_cupti_id == uint32_t(other_id));
+  CHECK(own_cupti_id != cupti_id);
+  CHECK(cuptiGetDeviceId(own, &own_device) == CUPTI_SUCCESS);
+  CHECK(own_device == 0);
   take_seen();
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
   for (const Seen& s : take_seen()) {
@@ -259,6 +265,7 @@ TEST_CASE("contexts: primary retain and set current, cuCtxCreate_v4 with its own
     CHECK(destroyed);
   }
   CHECK(cuCtxSetCurrent(own) == CUDA_ERROR_INVALID_CONTEXT);
+  CHECK(cuptiGetContextId(own, &own_cupti_id) == CUPTI_ERROR_INVALID_CONTEXT);
   CHECK(cuCtxDestroy(primary) == CUDA_ERROR_INVALID_CONTEXT);  // primary contexts are released, not destroyed
   CHECK(cuCtxCreate(&own, nullptr, 0, 7) == CUDA_ERROR_INVALID_DEVICE);
   CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
