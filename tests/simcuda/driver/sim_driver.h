@@ -44,6 +44,9 @@ SIMCUDA_EXPORT const SimDeviceConfig& config();
 // The primary context of a device (created on first use, after a cudaDeviceReset again).
 SIMCUDA_EXPORT CUcontext primary_context(int device);
 SIMCUDA_EXPORT void reset_device(int device);  // cudaDeviceReset: sync, destroy-starting callback
+// A live context made by cuCtxCreate: its CUPTI context id (above every primary context's
+// device + 1) and device; false for primary contexts and unknown handles.
+SIMCUDA_EXPORT bool created_context_id(CUcontext ctx, uint32_t* id, int* device);
 
 // ---- CUPTI's hook into the driver ----------------------------------------------------------------
 struct CuptiSink {
@@ -227,9 +230,6 @@ SIMCUDA_EXPORT size_t device_memory_in_use();
 // ---- small accessors for the driver API ------------------------------------------------------------
 SIMCUDA_EXPORT unsigned stream_flags(Stream* stream);
 SIMCUDA_EXPORT unsigned event_flags(const Event* event);
-// A live context made by cuCtxCreate: its CUPTI context id (above every primary context's
-// device + 1) and device; false for primary contexts and unknown handles.
-SIMCUDA_EXPORT bool created_context_id(CUcontext ctx, uint32_t* id, int* device);
 // An op's device interval once resolved (false while it is not, or for an invalid index).
 SIMCUDA_EXPORT bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns);
 
