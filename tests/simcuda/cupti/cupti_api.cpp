@@ -466,11 +466,18 @@ CUPTI_EXPORT CUptiResult cuptiGetContextId(CUcontext context, uint32_t* id) {
   CUcontext current = nullptr;
   for (int d = 0; d < simcuda::device_count(); ++d)
     if (simcuda::primary_context(d) == context) *id = uint32_t(d + 1), current = context;
+  int device = 0;
+  if (!current && simcuda::created_context_id(context, id, &device)) current = context;  // cuCtxCreate's
   return current ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_CONTEXT;
 }
 
 CUPTI_EXPORT CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t* device) {
   uint32_t id = 0;
+  int created_device = 0;
+  if (context && device && simcuda::created_context_id(context, &id, &created_device)) {
+    *device = uint32_t(created_device);
+    return CUPTI_SUCCESS;
+  }
   CUptiResult r = cuptiGetContextId(context, &id);
   if (r == CUPTI_SUCCESS) *device = id - 1;
   return r;

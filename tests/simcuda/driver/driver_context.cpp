@@ -7,7 +7,9 @@
 // (primary_context()); one made by cuCtxCreate gets its own id. Device work is per device in the
 // simulator, so two contexts on one device share its streams' ordering (the legacy stream is per
 // device), and a device op's CUPTI record names the device's primary context.
+#include <algorithm>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "driver_internal.h"
@@ -305,6 +307,122 @@ SIMCUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int fl
                   std::lock_guard<std::mutex> lock(g_primary_mu);
                   g_primary[dev].flags = flags;
                   if (primary_context_exists(dev)) set_context_flags(primary_context(dev), flags);
+                  return CUDA_SUCCESS;
+                });
+}
+
+}  // extern "C"
+
+// ---- limits, cache configuration, peer access ------------------------------------------------------
+namespace {
+
+struct ContextSettings {
+  size_t limits[10] = {1024, 1048576, 8388608, 2, 2048, 64, 0, 0, 0, 1};  // by CUlimit, the defaults
+  CUfunc_cache cache = CU_FUNC_CACHE_PREFER_NONE;
+  std::vector<std::pair<CUcontext, CUcontext>> peers;  // (context, peer) with access enabled
+};
+std::mutex g_settings_mu;
+ContextSettings g_settings;  // one set for the process: limits are per context, contexts share a device here
+
+}  // namespace
+
+extern "C" {
+
+SIMCUDA_EXPORT CUresult cuCtxGetLimit(size_t* value, CUlimit limit) {
+  cuCtxGetLimit_params params{value, limit};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetLimit, "cuCtxGetLimit", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!value) return CUDA_ERROR_INVALID_VALUE;
+                  if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
+                  if (unsigned(limit) >= 10) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+                  std::lock_guard<std::mutex> lock(g_settings_mu);
+                  *value = g_settings.limits[limit];
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  cuCtxSetLimit_params params{limit, value};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxSetLimit, "cuCtxSetLimit", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
+                  if (unsigned(limit) >= 10) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+                  if (limit == CU_LIMIT_SHMEM_SIZE || limit == CU_LIMIT_CIG_ENABLED) return CUDA_ERROR_INVALID_VALUE;
+                  if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) return CUDA_ERROR_INVALID_VALUE;
+                  bool valid = false;
+                  if (limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE &&
+                      value > size_t(device_attribute(CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, &valid)))
+                    return CUDA_ERROR_INVALID_VALUE;
+                  std::lock_guard<std::mutex> lock(g_settings_mu);
+                  g_settings.limits[limit] = value;
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache* config) {
+  cuCtxGetCacheConfig_params params{config};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxGetCacheConfig, "cuCtxGetCacheConfig", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!config) return CUDA_ERROR_INVALID_VALUE;
+                  if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
+                  std::lock_guard<std::mutex> lock(g_settings_mu);
+                  *config = g_settings.cache;
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  cuCtxSetCacheConfig_params params{config};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxSetCacheConfig, "cuCtxSetCacheConfig", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
+                  if (unsigned(config) > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+                  std::lock_guard<std::mutex> lock(g_settings_mu);
+                  g_settings.cache = config;
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuDeviceCanAccessPeer(int* can_access, CUdevice dev, CUdevice peer) {
+  cuDeviceCanAccessPeer_params params{can_access, dev, peer};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!can_access) return CUDA_ERROR_INVALID_VALUE;
+                  if (!valid_device(dev) || !valid_device(peer)) return CUDA_ERROR_INVALID_DEVICE;
+                  *can_access = dev != peer ? 1 : 0;  // NVLink between every pair, as in an HGX H200
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  cuCtxEnablePeerAccess_params params{peer, flags};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (flags) return CUDA_ERROR_INVALID_VALUE;
+                  CUcontext cur = current_context();
+                  if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
+                  if (!peer || !is_context(peer)) return CUDA_ERROR_INVALID_CONTEXT;
+                  if (context_device(peer) == context_device(cur)) return CUDA_ERROR_INVALID_DEVICE;
+                  std::lock_guard<std::mutex> lock(g_settings_mu);
+                  auto& v = g_settings.peers;
+                  if (std::find(v.begin(), v.end(), std::make_pair(cur, peer)) != v.end())
+                    return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+                  v.emplace_back(cur, peer);
+                  return CUDA_SUCCESS;
+                });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer) {
+  cuCtxDisablePeerAccess_params params{peer};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  CUcontext cur = current_context();
+                  if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
+                  std::lock_guard<std::mutex> lock(g_settings_mu);
+                  auto& v = g_settings.peers;
+                  auto it = std::find(v.begin(), v.end(), std::make_pair(cur, peer));
+                  if (it == v.end()) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+                  v.erase(it);
                   return CUDA_SUCCESS;
                 });
 }

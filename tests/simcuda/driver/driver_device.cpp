@@ -304,4 +304,20 @@ SIMCUDA_EXPORT CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
                 });
 }
 
+SIMCUDA_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* bus_id) {
+  cuDeviceGetByPCIBusId_params params{dev, bus_id};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetByPCIBusId, "cuDeviceGetByPCIBusId", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!dev || !bus_id) return CUDA_ERROR_INVALID_VALUE;
+                  // [domain]:[bus]:[device].[function] or [domain]:[bus]:[device], hex.
+                  unsigned domain = 0, bus = 0, device = 0;
+                  if (sscanf(bus_id, "%x:%x:%x", &domain, &bus, &device) != 3 || domain != 0 || device != 0)
+                    return CUDA_ERROR_INVALID_DEVICE;
+                  int d = int(bus) - kFirstPciBus;
+                  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+                  *dev = d;
+                  return CUDA_SUCCESS;
+                });
+}
+
 }  // extern "C"

@@ -40,6 +40,9 @@ std::mutex g_ctx_mu;
 // Read lock-free on every traced call (as a driver's context lookup is); written under g_ctx_mu.
 std::atomic<Context*> g_contexts[64] = {};
 uint32_t g_next_ctx_uid = 1;
+// Contexts made by cuCtxCreate are numbered above every device's primary context id (device + 1,
+// at most 64), so no CUPTI context id names two contexts.
+uint32_t g_next_created_uid = 65;
 
 void run_injection() {
   const char* path = getenv("CUDA_INJECTION64_PATH");
@@ -131,6 +134,18 @@ bool context_live(CUcontext ctx) {
   return c->live.load(std::memory_order_acquire);
 }
 
+bool created_context_id(CUcontext ctx, uint32_t* id, int* device) {
+  if (!ctx) return false;
+  std::lock_guard<std::mutex> lock(g_ctx_mu);
+  for (Context* c : created_contexts())
+    if (c == reinterpret_cast<Context*>(ctx) && c->live) {
+      *id = c->uid;
+      *device = c->device;
+      return true;
+    }
+  return false;
+}
+
 bool is_primary_context(CUcontext ctx) { return ctx && reinterpret_cast<Context*>(ctx)->primary; }
 
 int context_device(CUcontext ctx) { return is_context(ctx) ? reinterpret_cast<Context*>(ctx)->device : -1; }
@@ -153,7 +168,7 @@ CUcontext create_context(int device, unsigned flags) {
   Context* c = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_ctx_mu);
-    c = new Context{device, g_next_ctx_uid++, false, true, flags};
+    c = new Context{device, g_next_created_uid++, false, true, flags};
     created_contexts().push_back(c);
   }
   fire_context_resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, reinterpret_cast<CUcontext>(c));

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <atomic>
 #include <fstream>
 #include <iterator>
-#include <mutex>
 #include <vector>
 
 #include "driver_image.h"
@@ -36,7 +36,7 @@ struct Global {
 
 struct Module {
   uint32_t magic = kModuleMagic;
-  bool live = true;
+  std::atomic<bool> live{true};
   ImageKind kind = ImageKind::kInvalid;
   std::vector<Function*> functions;
   std::vector<Global> globals;
@@ -51,12 +51,13 @@ struct Kernel {
 
 struct Library {
   uint32_t magic = kLibraryMagic;
-  bool live = true;
+  std::atomic<bool> live{true};
   Module* module;
   std::vector<Kernel*> kernels;
 };
 
-std::mutex g_mu;  // guards `live` flags and lookups; the objects are never freed (stale handles stay readable)
+// Modules, functions, libraries and kernels are never freed, so a stale handle stays readable;
+// unloading clears `live`. Handles are checked without a lock (every launch checks its function).
 
 CUresult load(const void* image, size_t size, Module** out) {
   ImageSymbols symbols;
@@ -86,21 +87,18 @@ bool read_file(const char* path, std::vector<char>* bytes) {
 
 Module* as_module(CUmodule h) {
   auto* m = reinterpret_cast<Module*>(h);
-  std::lock_guard<std::mutex> lock(g_mu);
-  return m && m->magic == kModuleMagic && m->live ? m : nullptr;
+  return m && m->magic == kModuleMagic && m->live.load(std::memory_order_acquire) ? m : nullptr;
 }
 
 Library* as_library(CUlibrary h) {
   auto* l = reinterpret_cast<Library*>(h);
-  std::lock_guard<std::mutex> lock(g_mu);
-  return l && l->magic == kLibraryMagic && l->live ? l : nullptr;
+  return l && l->magic == kLibraryMagic && l->live.load(std::memory_order_acquire) ? l : nullptr;
 }
 
 Kernel* as_kernel(CUkernel h) {
   auto* k = reinterpret_cast<Kernel*>(h);
   if (!k || k->magic != kKernelMagic) return nullptr;
-  std::lock_guard<std::mutex> lock(g_mu);
-  return k->library->live ? k : nullptr;
+  return k->library->live.load(std::memory_order_acquire) ? k : nullptr;
 }
 
 Function* find_function(Module* m, const char* name) {
@@ -110,8 +108,7 @@ Function* find_function(Module* m, const char* name) {
 }
 
 void unload(Module* m) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  m->live = false;
+  m->live.store(false, std::memory_order_release);
   for (const Global& g : m->globals) unregister_memory(reinterpret_cast<void*>(uintptr_t(g.ptr)), SIM_MEM_DEVICE);
 }
 
@@ -136,8 +133,7 @@ const Function* as_function(CUfunction h) {
     return k ? k->function : nullptr;
   }
   if (f->magic != kFunctionMagic) return nullptr;
-  std::lock_guard<std::mutex> lock(g_mu);
-  return static_cast<Module*>(f->module)->live ? f : nullptr;
+  return static_cast<Module*>(f->module)->live.load(std::memory_order_acquire) ? f : nullptr;
 }
 
 }  // namespace simcuda::driver
@@ -396,8 +392,7 @@ SIMCUDA_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
                   Library* l = as_library(library);
                   if (!l) return CUDA_ERROR_INVALID_HANDLE;
                   unload(l->module);
-                  std::lock_guard<std::mutex> lock(g_mu);
-                  l->live = false;
+                  l->live.store(false, std::memory_order_release);
                   return CUDA_SUCCESS;
                 });
 }

@@ -194,6 +194,22 @@ SIMCUDA_EXPORT CUresult cuStreamGetCtx(CUstream handle, CUcontext* pctx) {
                 });
 }
 
+SIMCUDA_EXPORT CUresult cuStreamGetDevice(CUstream handle, CUdevice* device) {
+  cuStreamGetDevice_params params{handle, device};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuStreamGetDevice, "cuStreamGetDevice", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (!device) return CUDA_ERROR_INVALID_VALUE;
+                  if (!handle || handle == CU_STREAM_LEGACY || handle == CU_STREAM_PER_THREAD) {
+                    CUcontext c = current_context();
+                    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+                    *device = context_device(c);
+                  } else {
+                    *device = stream_device(stream_of(handle));
+                  }
+                  return CUDA_SUCCESS;
+                });
+}
+
 // ---- events --------------------------------------------------------------------------------------
 SIMCUDA_EXPORT CUresult cuEventCreate(CUevent* out, unsigned int flags) {
   cuEventCreate_params params{out, flags};

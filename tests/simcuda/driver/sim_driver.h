@@ -46,6 +46,9 @@ SIMCUDA_EXPORT const SimDeviceConfig& config();
 // The primary context of a device (created on first use, after a cudaDeviceReset again).
 SIMCUDA_EXPORT CUcontext primary_context(int device);
 SIMCUDA_EXPORT void reset_device(int device);  // cudaDeviceReset: sync, destroy-starting callback
+// A live context made by cuCtxCreate: its CUPTI context id (above every primary context's
+// device + 1) and device; false for primary contexts and unknown handles.
+SIMCUDA_EXPORT bool created_context_id(CUcontext ctx, uint32_t* id, int* device);
 
 // ---- CUPTI's hook into the driver ----------------------------------------------------------------
 struct CuptiSink {

@@ -232,6 +232,12 @@ TEST_CASE("contexts: primary retain and set current, cuCtxCreate_v4 with its own
   CHECK(cur == own);  // pushed onto the thread's stack
   CHECK(cuCtxGetId(own, &other_id) == CUDA_SUCCESS);
   CHECK(other_id != primary_id);
+  uint32_t own_cupti_id = 0, own_device = 9;
+  CHECK(cuptiGetContextId(own, &own_cupti_id) == CUPTI_SUCCESS);
+  CHECK(own_cupti_id == uint32_t(other_id));
+  CHECK(own_cupti_id != cupti_id);
+  CHECK(cuptiGetDeviceId(own, &own_device) == CUPTI_SUCCESS);
+  CHECK(own_device == 0);
   take_seen();
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
   for (const Seen& s : take_seen()) {
@@ -259,6 +265,7 @@ TEST_CASE("contexts: primary retain and set current, cuCtxCreate_v4 with its own
     CHECK(destroyed);
   }
   CHECK(cuCtxSetCurrent(own) == CUDA_ERROR_INVALID_CONTEXT);
+  CHECK(cuptiGetContextId(own, &own_cupti_id) == CUPTI_ERROR_INVALID_CONTEXT);
   CHECK(cuCtxDestroy(primary) == CUDA_ERROR_INVALID_CONTEXT);  // primary contexts are released, not destroyed
   CHECK(cuCtxCreate(&own, nullptr, 0, 7) == CUDA_ERROR_INVALID_DEVICE);
   CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
@@ -479,8 +486,12 @@ TEST_CASE("streams and events: order, waits, queries, elapsed time, sync kinds")
   CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
   CHECK(ctx == cur);
 
-  // 64 GiB memset at 1000 GB/s: about 69 ms of device time.
-  const size_t big = size_t(64) << 30;
+  // A 1 GiB memset at 1 GB/s: about 1.07 s of device time, so the queries right after it see it
+  // unfinished even on a loaded machine.
+  SimDeviceConfig slow{};
+  slow.memset_gbps = 1.0;
+  simcuda_configure(&slow);
+  const size_t big = size_t(1) << 30;
   CUdeviceptr d = 0;
   REQUIRE(cuMemAlloc(&d, big) == CUDA_SUCCESS);
   CUevent start = nullptr, stop = nullptr, untimed = nullptr;
@@ -524,7 +535,10 @@ TEST_CASE("streams and events: order, waits, queries, elapsed time, sync kinds")
   CHECK(cuEventQuery(stop) == CUDA_SUCCESS);
   CHECK(cuStreamQuery(s1) == CUDA_SUCCESS);
   REQUIRE(cuEventElapsedTime(&ms, start, stop) == CUDA_SUCCESS);
-  CHECK(ms >= 0.99f * float(double(big) / 1e9 / 1000.0 * 1000.0));  // the memset's device time, in ms
+  CHECK(ms >= 0.99f * float(double(big) / 1e9 * 1000.0));  // the memset's device time (1 GB/s), in ms
+  SimDeviceConfig fast{};
+  fast.memset_gbps = 1000.0;  // the default again
+  simcuda_configure(&fast);
   CHECK(cuEventElapsedTime(&ms, start, untimed) == CUDA_ERROR_INVALID_HANDLE);
 
   CHECK(cuStreamDestroy(s1) == CUDA_SUCCESS);
@@ -534,6 +548,41 @@ TEST_CASE("streams and events: order, waits, queries, elapsed time, sync kinds")
   CHECK(cuEventDestroy(stop) == CUDA_SUCCESS);
   CHECK(cuEventDestroy(untimed) == CUDA_SUCCESS);
   CHECK(cuMemFree(d) == CUDA_SUCCESS);
+}
+
+TEST_CASE("limits, cache configuration, PCI lookup, a stream's device") {
+  size_t v = 0;
+  CHECK(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS);
+  CHECK(v == 1024);
+  CHECK(cuCtxGetLimit(&v, CU_LIMIT_MALLOC_HEAP_SIZE) == CUDA_SUCCESS);
+  CHECK(v == 8 << 20);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 << 20) == CUDA_SUCCESS);
+  CHECK(cuCtxGetLimit(&v, CU_LIMIT_MALLOC_HEAP_SIZE) == CUDA_SUCCESS);
+  CHECK(v == 64 << 20);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 256) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuCtxSetLimit(CU_LIMIT_CIG_ENABLED, 1) == CUDA_ERROR_INVALID_VALUE);  // query only
+  CHECK(cuCtxGetLimit(&v, CUlimit(0x40)) == CUDA_ERROR_UNSUPPORTED_LIMIT);
+  CUfunc_cache cache = CU_FUNC_CACHE_PREFER_L1;
+  CHECK(cuCtxGetCacheConfig(&cache) == CUDA_SUCCESS);
+  CHECK(cache == CU_FUNC_CACHE_PREFER_NONE);
+  CHECK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_SHARED) == CUDA_SUCCESS);
+  CHECK(cuCtxGetCacheConfig(&cache) == CUDA_SUCCESS);
+  CHECK(cache == CU_FUNC_CACHE_PREFER_SHARED);
+  CUdevice d = -1;
+  CHECK(cuDeviceGetByPCIBusId(&d, "0000:18:00.0") == CUDA_SUCCESS);
+  CHECK(d == 0);
+  CHECK(cuDeviceGetByPCIBusId(&d, "0000:19:00.0") == CUDA_ERROR_INVALID_DEVICE);
+  CHECK(cuDeviceGetByPCIBusId(&d, "not a bus id") == CUDA_ERROR_INVALID_DEVICE);
+  int peer = 1;
+  CHECK(cuDeviceCanAccessPeer(&peer, 0, 0) == CUDA_SUCCESS);
+  CHECK(peer == 0);
+  CUstream s = nullptr;
+  REQUIRE(cuStreamCreate(&s, 0) == CUDA_SUCCESS);
+  d = -1;
+  CHECK(cuStreamGetDevice(s, &d) == CUDA_SUCCESS);
+  CHECK(d == 0);
+  CHECK(cuStreamGetDevice(nullptr, &d) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(s) == CUDA_SUCCESS);
 }
 
 TEST_CASE("cuGetProcAddress_v2 returns the sim's own versioned exports") {

@@ -313,6 +313,43 @@ TEST_CASE("libraries: load, get a kernel, its function, launch") {
   CHECK(cuLibraryUnload(from_file) == CUDA_SUCCESS);
 }
 
+TEST_CASE("the occupancy calculator on the simulated H200") {
+  CUfunction f = nullptr;
+  REQUIRE(cuModuleGetFunction(&f, g_module, "vecAdd") == CUDA_SUCCESS);
+  int blocks = 0;
+  CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 256, 0) == CUDA_SUCCESS);
+  CHECK(blocks == 8);  // 2048 threads per SM
+  CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 32, 0) == CUDA_SUCCESS);
+  CHECK(blocks == 32);  // 32 blocks per SM
+  CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 1024, 40 * 1024) == CUDA_SUCCESS);
+  CHECK(blocks == 2);
+  CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 2048, 0) == CUDA_SUCCESS);
+  CHECK(blocks == 0);  // larger than a block may be
+  CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, f, 128, 0, CU_OCCUPANCY_DEFAULT) ==
+        CUDA_SUCCESS);
+  CHECK(blocks == 16);
+  int min_grid = 0, block = 0;
+  CHECK(cuOccupancyMaxPotentialBlockSize(&min_grid, &block, f, nullptr, 0, 0) == CUDA_SUCCESS);
+  CHECK(block == 1024);
+  CHECK(min_grid == 2 * 132);
+  CHECK(cuOccupancyMaxPotentialBlockSize(&min_grid, &block, f, nullptr, 0, 100) == CUDA_SUCCESS);
+  CHECK(block == 64);  // 32 blocks of 64 fill an SM; 21 of 96 leave 32 threads idle
+  CHECK(block % 32 == 0);
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = 2, attr.value.clusterDim.y = 1, attr.value.clusterDim.z = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = 264, cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 256, cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  CHECK(cuOccupancyMaxActiveClusters(&clusters, f, &cfg) == CUDA_SUCCESS);
+  CHECK(clusters == 8 * 132 / 2);
+  attr.value.clusterDim.x = 16;
+  CHECK(cuOccupancyMaxActiveClusters(&clusters, f, &cfg) == CUDA_ERROR_INVALID_CLUSTER_SIZE);  // not portable
+}
+
 TEST_CASE("CUPTI kernel records of driver launches name the kernel and carry the correlation id") {
   REQUIRE(cuCtxSynchronize() == CUDA_SUCCESS);
   REQUIRE(cuptiActivityFlushAll(1) == CUPTI_SUCCESS);

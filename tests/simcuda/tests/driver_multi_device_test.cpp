@@ -89,6 +89,19 @@ TEST_CASE("two devices: identities, contexts, memory and work per device") {
   REQUIRE(cuMemsetD8Async(d, 0, 4096, nullptr) == CUDA_SUCCESS);
   CHECK(op_at(last_call().op_index).device == 1);
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+
+  // Peer access between the two devices' contexts.
+  int can = 0;
+  CHECK(cuDeviceCanAccessPeer(&can, 1, 0) == CUDA_SUCCESS);
+  CHECK(can == 1);
+  CHECK(cuCtxEnablePeerAccess(p0, 0) == CUDA_SUCCESS);  // from p1, current
+  CHECK(cuCtxEnablePeerAccess(p0, 0) == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+  CHECK(cuCtxEnablePeerAccess(p1, 0) == CUDA_ERROR_INVALID_DEVICE);  // its own device
+  CHECK(cuCtxDisablePeerAccess(p0) == CUDA_SUCCESS);
+  CHECK(cuCtxDisablePeerAccess(p0) == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+  CUdevice by_bus = -1;
+  CHECK(cuDeviceGetByPCIBusId(&by_bus, b1) == CUDA_SUCCESS);
+  CHECK(by_bus == 1);
   CHECK(cuStreamDestroy(s) == CUDA_SUCCESS);
   CHECK(cuCtxDestroy(own) == CUDA_SUCCESS);
   CHECK(cuMemFree(d) == CUDA_SUCCESS);
