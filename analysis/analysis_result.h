@@ -98,7 +98,10 @@ struct SyncTypeStats {
 };
 
 struct LaunchStats {  // HTA's get_cuda_kernel_launch_stats definitions, plus gapwatch's own
-  uint64_t launches = 0;                 // launch calls joined to a device activity
+  uint64_t launches = 0;                 // launch calls joined to a device activity (graph launches included)
+  uint64_t graph_launches = 0;           // of them, graph launches (joined to the graph's first kernel)
+  uint64_t graph_kernels = 0;            // kernels run by graph launches
+  uint64_t captured_calls = 0;           // launches, async copies... made inside a stream capture
   uint64_t api_total_ns = 0, api_p50_ns = 0, api_p99_ns = 0;
   uint64_t launch_delay_mean_ns = 0, launch_delay_p50_ns = 0, launch_delay_p99_ns = 0;  // clipped at 0
   uint64_t short_kernels = 0;            // api <= runtime cutoff and device time < api time

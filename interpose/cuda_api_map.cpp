@@ -123,6 +123,20 @@ bool classify_runtime(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
       return set(e, api_kind::kHostFree, true), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030:
+      return set(e, api_kind::kCaptureBegin), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000:
+      return set(e, api_kind::kCaptureEnd), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000:
+      return set(e, api_kind::kGraphInstantiate), true;
     default:
       return false;
   }
@@ -181,6 +195,19 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
       return set(e, api_kind::kMalloc, true), true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
       return set(e, api_kind::kFree, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+      return set(e, api_kind::kCaptureBegin), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
+      return set(e, api_kind::kCaptureEnd), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+      return set(e, api_kind::kGraphInstantiate), true;
     default:
       return false;
   }
@@ -215,7 +242,15 @@ const CUpti_CallbackId kRecordedRuntimeCbids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUpti_CallbackId(0)};
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000, CUpti_CallbackId(0)};
 
 const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
@@ -230,6 +265,11 @@ const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUpti_CallbackId(0)};
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams, CUpti_CallbackId(0)};
 
 }  // namespace gapwatch

@@ -124,6 +124,9 @@ json syncPointsJson(const ProcessAnalysis& p) {
 
 json launchesJson(const analysis::LaunchStats& l) {
   return {{"launches", l.launches},
+          {"graph_launches", l.graph_launches},
+          {"graph_kernels", l.graph_kernels},
+          {"captured_calls", l.captured_calls},
           {"api_total_ns", l.api_total_ns},
           {"api_p50_ns", l.api_p50_ns},
           {"api_p99_ns", l.api_p99_ns},
