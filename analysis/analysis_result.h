@@ -87,7 +87,7 @@ inline constexpr uint64_t kSmallReadBytes = 64 * 1024;
 struct SyncTypeStats {
   SyncPointKind kind = SyncPointKind::kOther;
   uint64_t count = 0;
-  uint64_t total_ns = 0;           // blocked time (call durations)
+  uint64_t total_ns = 0;           // blocked time: waiting for device work (docs/analysis.md)
   uint64_t p50_ns = 0, p99_ns = 0;
   uint64_t idle_after_ns = 0;      // device idle in the gaps these calls drained (after_sync by type)
   // Copies to the host of at most kSmallReadBytes: what .item(), .cpu() or .tolist() of a loss

@@ -123,6 +123,11 @@ void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
   } else if (device.any_activity && activity.start_ns > device.covered_until_ns &&
              device.empty_after_frontier.size() < kMaxFinishers) {
     device.empty_after_frontier.push_back({activity.stream, activity.correlation_id, call ? call->enter_ns : 0});
+  } else if (device.any_activity && activity.start_ns == device.covered_until_ns &&
+             device.finishers.size() < kMaxFinishers) {
+    // A zero-length record right at the frontier (item()'s 4-byte copy) ends there too: the copy
+    // that waited for it drained the queue at g0.
+    device.finishers.push_back({activity.stream, activity.correlation_id, call ? call->enter_ns : 0});
   }
   queued_by_.matched(activity.correlation_id);
 }
@@ -276,6 +281,8 @@ const DeviceIdleStage::BlockedCall* DeviceIdleStage::drainingSync(const DeviceSt
   for (const BlockedCall& call : blocked_calls_) {
     if (call.enter_ns >= g1) break;  // in entry order: the rest entered later still
     if (call.exit_ns < g0) continue;
+    // A call that entered on an idle device waited for nothing: it drained no queue.
+    if (call.enter_ns >= g0) continue;
     bool drained = false;
     for (const Finisher& f : device.finishers) {
       if (waitedFor(call, f.stream, f.correlation_id, f.queued_ns)) drained = true;
@@ -354,7 +361,9 @@ void DeviceIdleStage::prune() {
     while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
     return calls.empty();
   });
-  while (!blocked_calls_.empty() && blocked_calls_.front().exit_ns < h) blocked_calls_.pop_front();
+  while (!blocked_calls_.empty() && blocked_calls_.front().exit_ns < h) {
+    blocked_calls_.pop_front();
+  }
   queued_by_.expire(now_ns_);
 }
 
