@@ -94,6 +94,10 @@ struct SyncTypeStats {
   // or a metric do. Their cost is the wait for the queue, not the copy, so their fix is to read
   // less often, not to pin memory.
   uint64_t small_reads = 0;
+  // Query polling only (else 0): the polls of all its loops, and the loops' time, from each loop's
+  // first poll's entry to the exit of the poll that saw the work done.
+  uint64_t polls = 0;
+  uint64_t polling_ns = 0;
   std::vector<CallSite> top_call_sites;
 };
 

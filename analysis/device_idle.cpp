@@ -57,6 +57,7 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
   advance(call.start_ns);
   queued_by_.add(call);
   noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call));
+  if (notePoll(call)) return;
   if (const std::optional<SyncPointKind> kind = classifySyncPoint(call)) {
     BlockedCall blocked;
     blocked.enter_ns = call.start_ns;
@@ -66,6 +67,30 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
     blocked.waits_own_work = categorizeCall(call) == CallCategory::kSyncCopy;
     blocked_calls_.push_back(blocked);
   }
+}
+
+bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
+  BlockedCall** open = open_loops_.empty() ? nullptr : open_loops_.find(call.thread_id);
+  if (!isPoll(call)) {
+    if (open) {
+      (*open)->open = false;  // the thread's loop ended with its previous poll
+      open_loops_.erase(call.thread_id);
+    }
+    return false;
+  }
+  if (open) {
+    (*open)->exit_ns = std::max((*open)->exit_ns, call.end_ns);
+    return true;
+  }
+  // A polling loop waits, like a device sync, for any work queued before its first poll.
+  BlockedCall loop;
+  loop.enter_ns = call.start_ns;
+  loop.exit_ns = call.end_ns;
+  loop.kind = SyncPointKind::kQueryPolling;
+  loop.open = true;
+  blocked_calls_.push_back(loop);
+  open_loops_.tryEmplace(call.thread_id, &blocked_calls_.back());  // deque elements do not move
+  return true;
 }
 
 void DeviceIdleStage::onNcclCall(const NcclCallEvent& call) {
@@ -361,7 +386,7 @@ void DeviceIdleStage::prune() {
     while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
     return calls.empty();
   });
-  while (!blocked_calls_.empty() && blocked_calls_.front().exit_ns < h) {
+  while (!blocked_calls_.empty() && !blocked_calls_.front().open && blocked_calls_.front().exit_ns < h) {
     blocked_calls_.pop_front();
   }
   queued_by_.expire(now_ns_);

@@ -25,6 +25,7 @@ SyncStatsStage::SyncStatsStage(const AnalysisOptions& options, const DeviceIdleS
 void SyncStatsStage::onApiCall(const ApiCallEvent& call) {
   queued_by_.add(call);
   queued_by_.expire(call.start_ns);
+  if (notePoll(call)) return settle(call.start_ns);
   settle(call.start_ns);
   const std::optional<SyncPointKind> kind = classifySyncPoint(call);
   if (!kind) return;
@@ -43,6 +44,41 @@ void SyncStatsStage::onApiCall(const ApiCallEvent& call) {
   // then is waited for. A copy's own operation starts after its call.
   if (!pending.waits_own_work) pending.waited_until_ns = pending.stream_known ? streamEnd(pending.stream) : latest_end_ns_;
   pending_.push_back(pending);
+}
+
+namespace {
+
+// The recorder writes a run of polls of one handle as one record, with the polls in `bytes`.
+uint64_t pollsIn(const ApiCallEvent& poll) { return poll.bytes != 0 ? poll.bytes : 1; }
+
+}  // namespace
+
+bool SyncStatsStage::notePoll(const ApiCallEvent& call) {
+  PendingCall** open = open_loops_.empty() ? nullptr : open_loops_.find(call.thread_id);
+  if (!isPoll(call)) {
+    // Any other call of the thread ends its loop: the poll before it saw the work done.
+    if (open) {
+      (*open)->open = false;
+      open_loops_.erase(call.thread_id);
+    }
+    return false;
+  }
+  if (open) {
+    (*open)->call.end_ns = std::max((*open)->call.end_ns, call.end_ns);
+    (*open)->polls += pollsIn(call);
+    return true;
+  }
+  PendingCall loop;
+  loop.call = call;
+  loop.kind = SyncPointKind::kQueryPolling;
+  loop.polls = pollsIn(call);
+  loop.open = true;
+  // Which event or stream is polled is not recorded: the loop waits, like a device sync, for the
+  // work queued before its first poll.
+  loop.waited_until_ns = latest_end_ns_;
+  pending_.push_back(loop);
+  open_loops_.tryEmplace(call.thread_id, &pending_.back());  // deque elements do not move
+  return true;
 }
 
 void SyncStatsStage::onActivity(const DeviceActivityEvent& activity) {
@@ -85,13 +121,17 @@ uint64_t SyncStatsStage::streamEnd(uint64_t stream) const {
 void SyncStatsStage::settle(uint64_t now_ns) {
   // Events leave the window by start time: once `now_ns` passes a call's exit, every activity
   // that started before it returned, or as it returned, has been seen. Calls are settled in entry order.
-  while (!pending_.empty() && pending_.front().call.end_ns < now_ns) {
+  while (!pending_.empty() && !pending_.front().open && pending_.front().call.end_ns < now_ns) {
     count(pending_.front());
     pending_.pop_front();
   }
 }
 
-void SyncStatsStage::finish() { settle(UINT64_MAX); }
+void SyncStatsStage::finish() {
+  open_loops_.forEach([](uint64_t, PendingCall* loop) { loop->open = false; });
+  open_loops_.clear();
+  settle(UINT64_MAX);
+}
 
 void SyncStatsStage::count(const PendingCall& pending) {
   const ApiCallEvent& call = pending.call;
@@ -99,6 +139,8 @@ void SyncStatsStage::count(const PendingCall& pending) {
   const uint64_t blocked_ns = until > call.start_ns ? until - call.start_ns : 0;
   TypeState& type = types_[static_cast<std::size_t>(pending.kind)];
   ++type.count;
+  type.polls += pending.polls;
+  if (pending.polls > 0) type.polling_ns += call.end_ns - std::min(call.start_ns, call.end_ns);
   type.total_ns += blocked_ns;
   if (call.copy_kind == v1::COPY_KIND_D2H && call.bytes <= kSmallReadBytes) ++type.small_reads;
   type.durations.add(blocked_ns);
@@ -116,6 +158,8 @@ void SyncStatsStage::contribute(ProcessAnalysis& result) {
     stats.count = type.count;
     stats.total_ns = type.total_ns;
     stats.small_reads = type.small_reads;
+    stats.polls = type.polls;
+    stats.polling_ns = type.polling_ns;
     stats.p50_ns = type.durations.percentile(50);
     stats.p99_ns = type.durations.percentile(99);
     if (device_idle_) stats.idle_after_ns = device_idle_->idleAfterSync()[k];

@@ -123,6 +123,11 @@ bool classify_runtime(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
       return set(e, api_kind::kHostFree, true), true;
+    // A run of polls of one handle reaches the ring as one record (cupti_probe.cpp).
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000:
+      return set(e, api_kind::kQuery), true;
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030:
@@ -195,6 +200,10 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
       return set(e, api_kind::kMalloc, true), true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
       return set(e, api_kind::kFree, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuEventQuery:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz:
+      return set(e, api_kind::kQuery), true;
     case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
@@ -221,6 +230,21 @@ bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
   return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? classify_runtime(cbid, params, e) : classify_driver(cbid, params, e);
 }
 
+bool is_poll(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000;
+  }
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuEventQuery || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz;
+}
+
+const void* polled_handle(const void* params) {
+  // Every query's params struct holds the one handle it takes, first (cudaEventQuery_v3020_params,
+  // cudaStreamQuery_v3020_params, cuEventQuery_params, cuStreamQuery_params).
+  return params ? *static_cast<const void* const*>(params) : nullptr;
+}
+
 const CUpti_CallbackId kRecordedRuntimeCbids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
@@ -242,7 +266,9 @@ const CUpti_CallbackId kRecordedRuntimeCbids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
@@ -265,7 +291,8 @@ const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuEventQuery, CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
     CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
     CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
     CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,

@@ -117,6 +117,8 @@ json syncPointsJson(const ProcessAnalysis& p) {
                    {"p99_ns", s.p99_ns},
                    {"idle_after_ns", s.idle_after_ns},
                    {"small_reads", s.small_reads},
+                   {"polls", s.polls},
+                   {"polling_ns", s.polling_ns},
                    {"top_call_sites", sites}});
   }
   return out;

@@ -169,6 +169,43 @@ TEST_CASE("a free that waits for queued work blocks until that work ends") {
   CHECK(a.devices[0].after_sync_ns == us(310));
 }
 
+TEST_CASE("an event polling loop is one sync point with every poll counted") {
+  // A kernel [10, 10000) us. Thread 1 polls its event 3400 times, one poll [8 + 3i, 9 + 3i) us,
+  // the last at [10205, 10206) (it saw the kernel done); then it launches the next kernel, which
+  // starts at 10220. The loop waited from its first poll to the kernel's end.
+  EngineFeed feed;
+  feed.add(launch(1, 0, us(5), 1)).add(call(v1::API_KIND_EVENT_RECORD, 1, us(6), us(7)));
+  for (uint64_t i = 0; i < 3400; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(8 + 3 * i), us(9 + 3 * i)));
+  feed.add(launch(1, us(10210), us(10215), 2))
+      .add(kernelAt(us(10), us(10000), 1))
+      .add(kernelAt(us(10220), us(10300), 2));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& polling = of(a, SyncPointKind::kQueryPolling);
+  CHECK(polling.count == 1);
+  CHECK(polling.polls == 3400);
+  CHECK(polling.polling_ns == us(10206 - 8));
+  CHECK(polling.total_ns == us(10000 - 8));
+  CHECK(polling.idle_after_ns == us(220));  // it drained the queue: the gap [10000, 10220)
+  REQUIRE(a.devices.size() == 1);
+  CHECK(a.devices[0].after_sync_ns == us(220));
+  CHECK(cause(a.devices[0], IdleCause::kCudaApi) == us(69));  // the 69 polls in [10000, 10206)
+}
+
+TEST_CASE("another call ends a polling loop; polls of other threads are loops of their own") {
+  EngineFeed feed;
+  withLongKernel(feed);
+  for (uint64_t i = 0; i < 10; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(100 + 2 * i), us(101 + 2 * i)));
+  feed.add(call(v1::API_KIND_EVENT_RECORD, 1, us(130), us(131)));
+  for (uint64_t i = 0; i < 5; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(140 + 2 * i), us(141 + 2 * i)));
+  for (uint64_t i = 0; i < 7; ++i) feed.add(call(v1::API_KIND_QUERY, 2, us(101 + 2 * i), us(102 + 2 * i)));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& polling = of(a, SyncPointKind::kQueryPolling);
+  CHECK(polling.count == 3);
+  CHECK(polling.polls == 22);
+  CHECK(polling.polling_ns == us(19) + us(9) + us(13));
+  CHECK(polling.total_ns == polling.polling_ns);  // the long kernel ran through all of them
+}
+
 TEST_CASE("sync times count without a device timeline too") {
   EngineFeed feed;
   feed.add(call(v1::API_KIND_DEVICE_SYNC, 1, us(10), us(40), 0, true));
