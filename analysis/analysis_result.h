@@ -87,18 +87,25 @@ inline constexpr uint64_t kSmallReadBytes = 64 * 1024;
 struct SyncTypeStats {
   SyncPointKind kind = SyncPointKind::kOther;
   uint64_t count = 0;
-  uint64_t total_ns = 0;           // blocked time (call durations)
+  uint64_t total_ns = 0;           // blocked time: waiting for device work (docs/analysis.md)
   uint64_t p50_ns = 0, p99_ns = 0;
   uint64_t idle_after_ns = 0;      // device idle in the gaps these calls drained (after_sync by type)
   // Copies to the host of at most kSmallReadBytes: what .item(), .cpu() or .tolist() of a loss
   // or a metric do. Their cost is the wait for the queue, not the copy, so their fix is to read
   // less often, not to pin memory.
   uint64_t small_reads = 0;
+  // Query polling only (else 0): the polls of all its loops, and the loops' time, from each loop's
+  // first poll's entry to the exit of the poll that saw the work done.
+  uint64_t polls = 0;
+  uint64_t polling_ns = 0;
   std::vector<CallSite> top_call_sites;
 };
 
 struct LaunchStats {  // HTA's get_cuda_kernel_launch_stats definitions, plus gapwatch's own
-  uint64_t launches = 0;                 // launch calls joined to a device activity
+  uint64_t launches = 0;                 // launch calls joined to a device activity (graph launches included)
+  uint64_t graph_launches = 0;           // of them, graph launches (joined to the graph's first kernel)
+  uint64_t graph_kernels = 0;            // kernels run by graph launches
+  uint64_t captured_calls = 0;           // launches, async copies... made inside a stream capture
   uint64_t api_total_ns = 0, api_p50_ns = 0, api_p99_ns = 0;
   uint64_t launch_delay_mean_ns = 0, launch_delay_p50_ns = 0, launch_delay_p99_ns = 0;  // clipped at 0
   uint64_t short_kernels = 0;            // api <= runtime cutoff and device time < api time

@@ -25,6 +25,7 @@ struct QueuingCall {
   uint64_t enter_ns = 0;
   uint64_t exit_ns = 0;
   uint64_t stream = 0;
+  bool kernel_seen = false;  // a graph launch: its first kernel has been seen
 };
 
 class CorrelationIndex {
@@ -48,6 +49,15 @@ class CorrelationIndex {
   // is a graph launch (more kernels to come).
   void matched(uint64_t correlation_id) {
     calls_.eraseIf(correlation_id, [](const QueuingCall& call) { return call.kind != v1::API_KIND_GRAPH_LAUNCH; });
+  }
+
+  // True for the first kernel of a graph launch with this id (the one its launch delay is to),
+  // false for its later kernels and for ids of other calls.
+  bool firstKernelOfGraph(uint64_t correlation_id) {
+    QueuingCall* call = correlation_id == 0 ? nullptr : calls_.find(correlation_id);
+    if (!call || call->kind != v1::API_KIND_GRAPH_LAUNCH || call->kernel_seen) return false;
+    call->kernel_seen = true;
+    return true;
   }
 
   // Forgets calls that entered more than max_age_ns before `now_ns`.

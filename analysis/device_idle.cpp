@@ -57,6 +57,7 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
   advance(call.start_ns);
   queued_by_.add(call);
   noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call));
+  if (notePoll(call)) return;
   if (const std::optional<SyncPointKind> kind = classifySyncPoint(call)) {
     BlockedCall blocked;
     blocked.enter_ns = call.start_ns;
@@ -66,6 +67,30 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
     blocked.waits_own_work = categorizeCall(call) == CallCategory::kSyncCopy;
     blocked_calls_.push_back(blocked);
   }
+}
+
+bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
+  BlockedCall** open = open_loops_.empty() ? nullptr : open_loops_.find(call.thread_id);
+  if (!isPoll(call)) {
+    if (open) {
+      (*open)->open = false;  // the thread's loop ended with its previous poll
+      open_loops_.erase(call.thread_id);
+    }
+    return false;
+  }
+  if (open) {
+    (*open)->exit_ns = std::max((*open)->exit_ns, call.end_ns);
+    return true;
+  }
+  // A polling loop waits, like a device sync, for any work queued before its first poll.
+  BlockedCall loop;
+  loop.enter_ns = call.start_ns;
+  loop.exit_ns = call.end_ns;
+  loop.kind = SyncPointKind::kQueryPolling;
+  loop.open = true;
+  blocked_calls_.push_back(loop);
+  open_loops_.tryEmplace(call.thread_id, &blocked_calls_.back());  // deque elements do not move
+  return true;
 }
 
 void DeviceIdleStage::onNcclCall(const NcclCallEvent& call) {
@@ -123,6 +148,11 @@ void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
   } else if (device.any_activity && activity.start_ns > device.covered_until_ns &&
              device.empty_after_frontier.size() < kMaxFinishers) {
     device.empty_after_frontier.push_back({activity.stream, activity.correlation_id, call ? call->enter_ns : 0});
+  } else if (device.any_activity && activity.start_ns == device.covered_until_ns &&
+             device.finishers.size() < kMaxFinishers) {
+    // A zero-length record right at the frontier (item()'s 4-byte copy) ends there too: the copy
+    // that waited for it drained the queue at g0.
+    device.finishers.push_back({activity.stream, activity.correlation_id, call ? call->enter_ns : 0});
   }
   queued_by_.matched(activity.correlation_id);
 }
@@ -276,6 +306,8 @@ const DeviceIdleStage::BlockedCall* DeviceIdleStage::drainingSync(const DeviceSt
   for (const BlockedCall& call : blocked_calls_) {
     if (call.enter_ns >= g1) break;  // in entry order: the rest entered later still
     if (call.exit_ns < g0) continue;
+    // A call that entered on an idle device waited for nothing: it drained no queue.
+    if (call.enter_ns >= g0) continue;
     bool drained = false;
     for (const Finisher& f : device.finishers) {
       if (waitedFor(call, f.stream, f.correlation_id, f.queued_ns)) drained = true;
@@ -354,7 +386,9 @@ void DeviceIdleStage::prune() {
     while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
     return calls.empty();
   });
-  while (!blocked_calls_.empty() && blocked_calls_.front().exit_ns < h) blocked_calls_.pop_front();
+  while (!blocked_calls_.empty() && !blocked_calls_.front().open && blocked_calls_.front().exit_ns < h) {
+    blocked_calls_.pop_front();
+  }
   queued_by_.expire(now_ns_);
 }
 

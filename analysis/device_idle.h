@@ -25,6 +25,9 @@
 //     after g0 (what it waited for ended later). Of several, the one that returned first drained
 //     the queue: its type gets the gap's idle (idleAfterSync()), and min(gap, its blocked time) is
 //     the gap's hideable part (after_sync_hideable_ns);
+//   - a polling loop (a thread's consecutive cudaEventQuery / cudaStreamQuery calls) is one
+//     blocked call from its first poll's entry to its last poll's exit, for after_sync like a
+//     device sync;
 //   - HTA's per-stream breakdown: on each stream, the interval between one activity's end and
 //     the next one's start is host_wait when the next one's call entered after the previous end,
 //     else kernel_wait when shorter than HTA's consecutive-kernel delay, else other.
@@ -93,6 +96,7 @@ class DeviceIdleStage final : public AnalysisStage {
     bool waits_own_work = false;  // a blocking copy or memset: it waited for its own operation
     bool stream_known = false;    // a stream sync whose SYNC record named the stream
     uint64_t stream = 0;
+    bool open = false;            // a polling loop that may go on (its exit grows with each poll)
   };
   // An activity that ended exactly at a device's busy frontier: what a sync may have waited for.
   struct Finisher {
@@ -127,6 +131,8 @@ class DeviceIdleStage final : public AnalysisStage {
     int delta;
   };
 
+  // Joins a thread's consecutive polls into one blocked call; true when `call` was a poll.
+  bool notePoll(const ApiCallEvent& call);
   void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category);
   void advance(uint64_t now_ns);
   void prune();
@@ -154,6 +160,7 @@ class DeviceIdleStage final : public AnalysisStage {
   // Per thread, its calls in entry order: a flat map of ring buffers, as every call lands here.
   FlatU64Map<RingQueue<CallSpan>> thread_calls_;
   std::deque<BlockedCall> blocked_calls_;  // in entry order
+  FlatU64Map<BlockedCall*> open_loops_;    // thread -> its polling loop in blocked_calls_
   std::map<uint32_t, DeviceState> devices_;
   // The device the last activity was on: consecutive activities are mostly on the same one.
   uint32_t last_device_id_ = 0;

@@ -105,7 +105,38 @@ uint64_t StreamQueueDepth::percentile(double percent) const {
 LaunchStatsStage::LaunchStatsStage(const AnalysisOptions& options)
     : options_(options), queued_by_(std::max(options.reorder_window_ns, kQueueAgeNs)) {}
 
+bool LaunchStatsStage::captured(const ApiCallEvent& call) {
+  switch (call.kind) {
+    case v1::API_KIND_CAPTURE_BEGIN: {
+      auto [capture, first] = captures_.tryEmplace(call.thread_id, Capture{});
+      if (capture->depth++ == 0) capture->from_ns = call.end_ns;
+      return false;
+    }
+    case v1::API_KIND_CAPTURE_END:
+      if (Capture* capture = captures_.find(call.thread_id)) {
+        if (--capture->depth == 0) captures_.erase(call.thread_id);
+      }
+      return false;
+    case v1::API_KIND_LAUNCH:
+    case v1::API_KIND_GRAPH_LAUNCH:
+    case v1::API_KIND_MEMCPY_ASYNC:
+    case v1::API_KIND_MEMSET_ASYNC:
+    case v1::API_KIND_EVENT_RECORD:
+    case v1::API_KIND_STREAM_WAIT_EVENT: {
+      if (captures_.empty()) return false;
+      const Capture* capture = captures_.find(call.thread_id);
+      return capture && call.start_ns >= capture->from_ns;
+    }
+    default:
+      return false;
+  }
+}
+
 void LaunchStatsStage::onApiCall(const ApiCallEvent& call) {
+  if (captured(call)) {
+    ++stats_.captured_calls;  // put into a graph, not run: it never gets device activity
+    return;
+  }
   const bool launch = call.kind == v1::API_KIND_LAUNCH;
   if (launch || call.kind == v1::API_KIND_GRAPH_LAUNCH) {
     auto [last_exit, first] = last_launch_exit_.tryEmplace(call.thread_id, call.end_ns);
@@ -143,6 +174,14 @@ void LaunchStatsStage::onActivity(const DeviceActivityEvent& activity) {
     }
     last_queue_->add(call->enter_ns, activity.end_ns);
     if (kernel && call->kind == v1::API_KIND_LAUNCH) noteJoinedLaunch(*call, activity);
+    if (kernel && call->kind == v1::API_KIND_GRAPH_LAUNCH) {
+      ++stats_.graph_kernels;
+      // A graph launch is joined to its first kernel: what it waited for to start running.
+      if (queued_by_.firstKernelOfGraph(activity.correlation_id)) {
+        ++stats_.graph_launches;
+        noteJoinedLaunch(*call, activity);
+      }
+    }
   }
   queued_by_.matched(activity.correlation_id);
 }
@@ -156,7 +195,10 @@ void LaunchStatsStage::noteJoinedLaunch(const QueuingCall& call, const DeviceAct
   api_.add(api_ns);
   delay_.add(delay_ns);
   delay_total_ns_ += delay_ns;
-  if (api_ns <= options_.hta_runtime_cutoff_ns && kernel_ns < api_ns) ++stats_.short_kernels;
+  // HTA's short kernel compares one kernel with the call that launched it alone: not a graph's.
+  if (call.kind == v1::API_KIND_LAUNCH && api_ns <= options_.hta_runtime_cutoff_ns && kernel_ns < api_ns) {
+    ++stats_.short_kernels;
+  }
   if (api_ns > options_.hta_runtime_cutoff_ns) ++stats_.runtime_outliers;
   if (delay_ns > options_.hta_launch_delay_cutoff_ns) ++stats_.launch_delay_outliers;
 }

@@ -12,6 +12,10 @@
 // when that work ends; max over streams, and the largest per-stream 99th percentile, time-weighted
 // over the stream's span (its first call to its last end). And gapwatch's own host-side launch
 // gap: per thread, from one launch (or graph launch) call's return to the next one's entry.
+// A graph launch is joined to the first kernel of its graph (every kernel of a graph carries the
+// graph launch's correlation id) and counts as one launch. Calls made inside a stream capture (on
+// the capturing thread, from the begin's return to the end's entry) launch nothing: they are
+// counted as captured and left out of everything else.
 // Without a device timeline (symbol hooks only) nothing can be joined: API times are taken over
 // every launch call and the host-side gaps still count; the rest stays 0.
 #pragma once
@@ -80,7 +84,13 @@ class LaunchStatsStage final : public AnalysisStage {
   void contribute(ProcessAnalysis& result) override;
 
  private:
+  struct Capture {
+    uint32_t depth = 0;    // captures begun and not ended on the thread
+    uint64_t from_ns = 0;  // the outermost begin's return
+  };
   void noteJoinedLaunch(const QueuingCall& call, const DeviceActivityEvent& kernel);
+  // Tracks the thread's stream captures; true for a call made inside one, which queues nothing.
+  bool captured(const ApiCallEvent& call);
 
   AnalysisOptions options_;
   RecordingFacts facts_;
@@ -93,6 +103,7 @@ class LaunchStatsStage final : public AnalysisStage {
   uint64_t window_start_ns_ = 0;
   uint64_t window_end_ns_ = 0;
   FlatU64Map<uint64_t> last_launch_exit_;  // thread -> exit of its last launch
+  FlatU64Map<Capture> captures_;           // threads inside a stream capture
   std::map<std::pair<uint32_t, uint64_t>, StreamQueueDepth> queues_;  // (device, stream)
   // The queue of the last activity's stream: consecutive activities are mostly on one stream.
   std::pair<uint32_t, uint64_t> last_queue_key_{};

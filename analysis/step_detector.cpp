@@ -21,6 +21,9 @@ constexpr double kMinAnchorsPerPeriod = 0.5;
 // their median.
 constexpr double kRegularShare = 0.75;
 constexpr double kSpacingTolerance = 0.1;
+// Steps delimited by a recurring call must span at least this share of the kernels kept: a loop
+// is most of a training run, a few repeated calls at its start or end are not its steps.
+constexpr double kMinStepCoverage = 0.5;
 // The chosen step-start kernel missing for this many periods means the sequence changed.
 constexpr uint64_t kLostAfterPeriods = 4;
 // Learning windows without a period before giving up: a warm-up of up to about three windows.
@@ -283,6 +286,29 @@ void StepDetectorStage::learn(bool at_end) {
   if (busy_.loggedRuns() > side_limit) busy_.pruneOlderHalf();
 }
 
+bool StepDetectorStage::anchorStepsRepeat(const std::vector<uint64_t>& boundaries) const {
+  // The steps a recurring call delimits are a loop only if they look alike: each begins with the
+  // same kernel (most of them do), and together they cover most of the kernels kept. Three
+  // different kernels each followed by a synchronize are three calls, not three steps.
+  const auto nameAt = [&](uint64_t kernel_index) -> std::optional<uint32_t> {
+    if (kernel_index < learning_first_index_) return std::nullopt;
+    const uint64_t i = kernel_index - learning_first_index_;
+    if (i >= kernels_.size()) return std::nullopt;
+    return kernels_[i].name_id;
+  };
+  std::map<uint32_t, std::size_t> first_kernels;
+  std::size_t steps = 0;
+  for (std::size_t b = 0; b + 1 < boundaries.size(); ++b) {
+    ++steps;
+    if (const auto name = nameAt(boundaries[b])) ++first_kernels[*name];
+  }
+  std::size_t most_common = 0;
+  for (const auto& [name, count] : first_kernels) most_common = std::max(most_common, count);
+  if (steps == 0 || static_cast<double>(most_common) < kRegularShare * static_cast<double>(steps)) return false;
+  const uint64_t covered = boundaries.back() - boundaries.front();
+  return static_cast<double>(covered) >= kMinStepCoverage * static_cast<double>(kernels_.size());
+}
+
 bool StepDetectorStage::tryKernelPattern(std::size_t period) {
   const std::size_t n = kernels_.size();
   if (period == 0 || n < period) return false;
@@ -370,12 +396,18 @@ bool StepDetectorStage::tryKernelPattern(std::size_t period) {
 }
 
 bool StepDetectorStage::tryAnchor(std::optional<std::size_t> period) {
-  std::map<uint32_t, std::vector<uint64_t>> positions;  // key -> kernel index of each call
-  for (const AnchorRecord& a : anchors_) positions[a.key].push_back(a.kernel_index);
+  // key -> kernel index of each call. Calls with no kernel between them are one boundary: a step
+  // holds at least one kernel (vector add's two copies in are not two steps).
+  std::map<uint32_t, std::vector<uint64_t>> positions;
+  for (const AnchorRecord& a : anchors_) {
+    std::vector<uint64_t>& at = positions[a.key];
+    if (at.empty() || at.back() != a.kernel_index) at.push_back(a.kernel_index);
+  }
   uint32_t best_key = 0;
   uint64_t best_spacing = 0;
   for (auto& [key, at] : positions) {
     if (at.size() < options_.min_repetitions) continue;
+    if (!anchorStepsRepeat(at)) continue;
     std::vector<uint64_t> spacings;
     for (std::size_t i = 1; i < at.size(); ++i) spacings.push_back(at[i] - at[i - 1]);
     std::vector<uint64_t> sorted = spacings;

@@ -115,6 +115,8 @@ class StepDetectorStage final : public AnalysisStage {
   void learn(bool at_end);             // tries to find the step in what was kept
   bool tryKernelPattern(std::size_t period);
   bool tryAnchor(std::optional<std::size_t> period);
+  // Do the steps between these boundaries (kernel indices of one recurring call) repeat?
+  bool anchorStepsRepeat(const std::vector<uint64_t>& boundaries) const;
   void startLearning();
   void stopLearning();
   bool patternMatchesHere() const;  // the last kernels seen match pattern_

@@ -44,6 +44,11 @@ std::string syncAdvice(const SyncTypeStats& stats) {
       return "cudaMalloc / cudaFree synchronize the device: let PyTorch's caching allocator reuse memory "
              "(no PYTORCH_NO_CUDA_MEMORY_CACHING=1, no torch.cuda.empty_cache() in the loop) and allocate "
              "buffers once, before the loop.";
+    case SyncPointKind::kQueryPolling:
+      return "The host spins in cudaEventQuery / cudaStreamQuery until the GPU is done, which is a sync point "
+             "like cudaEventSynchronize: queue the next work behind the event on the GPU "
+             "(cudaStreamWaitEvent, stream.wait_event) instead of waiting for it, or do host work between "
+             "polls and poll only once the work should be done.";
     case SyncPointKind::kOther:
       break;
   }

@@ -39,6 +39,7 @@ const char* syncPointKey(SyncPointKind kind) {
     case SyncPointKind::kMemset: return "memset";
     case SyncPointKind::kAllocFree: return "malloc_free";
     case SyncPointKind::kOther: return "other";
+    case SyncPointKind::kQueryPolling: return "query_polling";
   }
   return "other";
 }
@@ -61,6 +62,8 @@ std::string_view syncPointName(SyncPointKind kind) {
       return "malloc / free";
     case SyncPointKind::kOther:
       return "other blocking call";
+    case SyncPointKind::kQueryPolling:
+      return "query polling";
   }
   return "?";
 }

@@ -25,11 +25,18 @@ enum class SyncPointKind : uint8_t {
   kMemset,             // a memset that blocked
   kAllocFree,          // the implicit sync of malloc and free (device or pinned host memory)
   kOther,              // any other call marked blocked
+  kQueryPolling,       // a loop of cudaEventQuery / cudaStreamQuery calls until the work was done
 };
-inline constexpr std::size_t kSyncPointKindCount = 8;
+inline constexpr std::size_t kSyncPointKindCount = 9;
 
-// The type of a blocked call; nullopt when the call did not block.
+// The type of a blocked call; nullopt when the call did not block. Query calls never block one
+// by one: consecutive ones of a thread make a polling loop (isPoll, and the stages that join them).
 std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call);
+
+// A non-blocking query (cudaEventQuery, cudaStreamQuery): one poll of a polling loop. A thread's
+// consecutive polls, with no other recorded call of that thread between them, are one loop that
+// ends with the poll that saw the work done (the program stops polling then).
+inline bool isPoll(const ApiCallEvent& call) { return call.kind == v1::API_KIND_QUERY; }
 
 // A short readable name: "stream synchronize", "synchronous copy", ...
 std::string_view syncPointName(SyncPointKind kind);

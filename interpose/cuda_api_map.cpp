@@ -139,6 +139,25 @@ bool classify_runtime(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
       if (q) e->bytes = q->size;
       return true;
     }
+    // A run of polls of one handle reaches the ring as one record (cupti_probe.cpp).
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000:
+      return set(e, api_kind::kQuery), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030:
+      return set(e, api_kind::kCaptureBegin), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000:
+      return set(e, api_kind::kCaptureEnd), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000:
+      return set(e, api_kind::kGraphInstantiate), true;
     default:
       return false;
   }
@@ -223,6 +242,23 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
       return set(e, api_kind::kMalloc, true), true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
       return set(e, api_kind::kFree, true), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuEventQuery:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz:
+      return set(e, api_kind::kQuery), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+      return set(e, api_kind::kCaptureBegin), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
+      return set(e, api_kind::kCaptureEnd), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+      return set(e, api_kind::kGraphInstantiate), true;
     default:
       return false;
   }
@@ -234,6 +270,21 @@ bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
   e->domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? api_domain::kRuntime : api_domain::kDriver;
   e->cbid = cbid;
   return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? classify_runtime(cbid, params, e) : classify_driver(cbid, params, e);
+}
+
+bool is_poll(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000;
+  }
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuEventQuery || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz;
+}
+
+const void* polled_handle(const void* params) {
+  // Every query's params struct holds the one handle it takes, first (cudaEventQuery_v3020_params,
+  // cudaStreamQuery_v3020_params, cuEventQuery_params, cuStreamQuery_params).
+  return params ? *static_cast<const void* const*>(params) : nullptr;
 }
 
 const CUpti_CallbackId kRecordedRuntimeCbids[] = {
@@ -259,7 +310,16 @@ const CUpti_CallbackId kRecordedRuntimeCbids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000,
     CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
-    CUpti_CallbackId(0)};
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000, CUpti_CallbackId(0)};
 
 const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
@@ -279,6 +339,13 @@ const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
     CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
     CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUpti_CallbackId(0)};
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    CUPTI_DRIVER_TRACE_CBID_cuEventQuery, CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams, CUpti_CallbackId(0)};
 
 }  // namespace gapwatch

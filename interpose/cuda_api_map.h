@@ -19,6 +19,14 @@ bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
 extern const CUpti_CallbackId kRecordedRuntimeCbids[];
 extern const CUpti_CallbackId kRecordedDriverCbids[];
 
+// A poll (cudaEventQuery, cudaStreamQuery and their driver calls) and what it polls: the probe
+// coalesces a thread's consecutive polls of one handle into one record (cupti_probe.cpp).
+bool is_poll(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+const void* polled_handle(const void* params);  // the event or stream: the params' first field
+
+// What a poll returns while the work is not done (cudaErrorNotReady, CUDA_ERROR_NOT_READY).
+inline constexpr int kNotReady = 600;
+
 // The runtime makes synchronous host-to-device copies of this size or less asynchronous.
 inline constexpr uint64_t kSmallH2DBytes = 64 * 1024;
 

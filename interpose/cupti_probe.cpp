@@ -89,6 +89,28 @@ bool resolve(void* lib, const char* name, F* out) {
 
 uint64_t CUPTIAPI monotonic_timestamp() { return monotonic_ns(); }
 
+// A polling loop (cudaEventQuery until it is done) makes tens of thousands of calls in a few
+// milliseconds, more than a ring holds between two drains. The thread's consecutive polls of one
+// handle that return "not ready" are held here and reach the ring as one record, spanning the
+// first poll's entry to the last one's exit, with the number of polls in `bytes`; it is written
+// by the poll that returns anything else (the one that saw the work done), by the thread's next
+// recorded call, or by a poll of another handle. A loop still running when the thread stops
+// calling CUDA is not written.
+struct PollRun {
+  bool open = false;
+  const void* handle = nullptr;
+  ApiCallRecord record;
+};
+thread_local PollRun t_poll_run __attribute__((tls_model("initial-exec")));
+
+void write_poll_run(Recorder* recorder) {
+  t_poll_run.open = false;
+  ApiCallRecord* e = recorder->reserve_api_call();
+  if (!e) return;
+  *e = t_poll_run.record;
+  recorder->publish();
+}
+
 // ---- callbacks: on the user's thread --------------------------------------------------------------
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
@@ -109,9 +131,39 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   else if (t_runtime_depth > 0) return;
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
+  const bool poll = is_poll(domain, cbid);
+  const void* handle = poll ? polled_handle(d->functionParams) : nullptr;
+  if (t_poll_run.open && !(poll && handle == t_poll_run.handle)) write_poll_run(recorder);
+  if (poll) {
+    const int code = d->functionReturnValue ? *static_cast<const int*>(d->functionReturnValue) : 0;
+    if (t_poll_run.open) {  // the same handle again
+      t_poll_run.record.end_ticks = exit_ticks;
+      ++t_poll_run.record.bytes;
+      t_poll_run.record.return_code = code;
+      if (code != kNotReady) write_poll_run(recorder);
+      return;
+    }
+    if (code == kNotReady) {
+      ApiCallRecord& r = t_poll_run.record;
+      r = ApiCallRecord{};
+      r.type = EventType::kApiCall;
+      classify_api_call(domain, cbid, d->functionParams, &r);
+      r.start_ticks = *d->correlationData;
+      r.end_ticks = exit_ticks;
+      r.correlation = d->correlationId;
+      r.api_name = d->functionName;
+      r.return_code = code;
+      r.bytes = 1;
+      if (runtime) r.call_site = t_call_site;
+      t_poll_run.handle = handle;
+      t_poll_run.open = true;
+      return;
+    }
+  }
   ApiCallRecord* e = recorder->reserve_api_call();
   if (!e) return;
   if (!classify_api_call(domain, cbid, d->functionParams, e)) return;  // reserved, never published
+  if (poll) e->bytes = 1;
   e->start_ticks = *d->correlationData;
   e->end_ticks = exit_ticks;
   e->correlation = d->correlationId;

@@ -117,6 +117,8 @@ json syncPointsJson(const ProcessAnalysis& p) {
                    {"p99_ns", s.p99_ns},
                    {"idle_after_ns", s.idle_after_ns},
                    {"small_reads", s.small_reads},
+                   {"polls", s.polls},
+                   {"polling_ns", s.polling_ns},
                    {"top_call_sites", sites}});
   }
   return out;
@@ -124,6 +126,9 @@ json syncPointsJson(const ProcessAnalysis& p) {
 
 json launchesJson(const analysis::LaunchStats& l) {
   return {{"launches", l.launches},
+          {"graph_launches", l.graph_launches},
+          {"graph_kernels", l.graph_kernels},
+          {"captured_calls", l.captured_calls},
           {"api_total_ns", l.api_total_ns},
           {"api_p50_ns", l.api_p50_ns},
           {"api_p99_ns", l.api_p99_ns},

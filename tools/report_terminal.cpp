@@ -355,12 +355,19 @@ void printLaunches(const ProcessAnalysis& p, const analysis::AnalysisOptions& op
     return;
   }
   if (l.launches == 0) {
-    row(out, "launches") << "no launch call was joined to its kernel\n";
+    row(out, "launches") << "no launch call was joined to its kernel";
+    if (l.captured_calls > 0) out << " (" << formatCount(l.captured_calls) << " captured into graphs)";
+    out << '\n';
     return;
   }
   row(out, "launches") << plural(l.launches, "launch", "launches") << " joined to their kernels, "
                        << formatCount(static_cast<uint64_t>(std::llround(l.launches_per_second)))
                        << " per second over the device window\n";
+  if (l.graph_launches > 0 || l.captured_calls > 0) {
+    out << "  " << padRight("graphs", 22) << plural(l.graph_launches, "graph launch", "graph launches") << " ran "
+        << plural(l.graph_kernels, "kernel", "kernels") << "; " << formatCount(l.captured_calls)
+        << " calls captured into graphs (not launches)\n";
+  }
   out << "  " << padRight("API time", 22) << "p50 " << formatDuration(l.api_p50_ns) << ", p99 "
       << formatDuration(l.api_p99_ns) << ", " << formatDuration(l.api_total_ns) << " in all\n";
   out << "  " << padRight("launch delay", 22) << "mean " << formatDuration(l.launch_delay_mean_ns) << ", p50 "

@@ -91,7 +91,8 @@ TEST_CASE("host-side launch gaps: from one launch call's return to the next one'
   CHECK(s.host_launch_gaps.bucket(GapHistogram::bucketOf(us(15))).count == 1);
 }
 
-TEST_CASE("graph launches count for host gaps but not as HTA launches") {
+TEST_CASE("a graph launch is joined to its first kernel and counts once as a launch") {
+  // Every kernel of the graph carries the cudaGraphLaunch's correlation id (1).
   EngineFeed feed;
   feed.add(call(v1::API_KIND_GRAPH_LAUNCH, 1, us(0), us(10), 1))
       .add(launch(1, us(40), us(45), 2))
@@ -99,10 +100,43 @@ TEST_CASE("graph launches count for host gaps but not as HTA launches") {
       .add(kernelAt(us(31), us(35), 1))  // the graph's second kernel
       .add(kernelAt(us(50), us(60), 2));
   const LaunchStats s = feed.run().launches;
-  CHECK(s.launches == 1);
+  CHECK(s.launches == 2);
+  CHECK(s.graph_launches == 1);
+  CHECK(s.graph_kernels == 2);
+  CHECK(s.api_total_ns == us(15));             // 10 + 5
+  CHECK(s.launch_delay_mean_ns == us(7) + 500);  // (10 + 5) / 2: the graph's delay is to its first kernel
+  CHECK(s.launch_delay_p99_ns == us(10));
+  CHECK(s.short_kernels == 0);  // a graph's kernels are not compared with its launch call
   CHECK(s.host_launch_gaps.count() == 1);
   CHECK(s.host_launch_gaps.totalNs() == us(30));
   CHECK(s.queue_depth_max == 2);  // both graph kernels are queued from 0
+}
+
+TEST_CASE("calls made during stream capture are captured, not launches") {
+  // Thread 1 captures stream 7, forks stream 8 into the capture (event record, stream wait) and
+  // launches on both; it then instantiates and launches the graph, whose two kernels run. Thread
+  // 2 launches a kernel of its own meanwhile: that one runs.
+  EngineFeed feed;
+  feed.add(call(v1::API_KIND_CAPTURE_BEGIN, 1, us(0), us(5)))
+      .add(launch(1, us(10), us(12), 1))
+      .add(call(v1::API_KIND_MEMCPY_ASYNC, 1, us(13), us(15), 2))
+      .add(call(v1::API_KIND_EVENT_RECORD, 1, us(16), us(17)))
+      .add(call(v1::API_KIND_STREAM_WAIT_EVENT, 1, us(18), us(19), 0, false, 8))
+      .add(launch(1, us(20), us(22), 3, 8))
+      .add(call(v1::API_KIND_CAPTURE_END, 1, us(30), us(35)))
+      .add(call(v1::API_KIND_GRAPH_INSTANTIATE, 1, us(40), us(100)))
+      .add(call(v1::API_KIND_GRAPH_LAUNCH, 1, us(110), us(120), 10))
+      .add(launch(2, us(15), us(18), 5))
+      .add(kernelAt(us(20), us(25), 5))
+      .add(kernelAt(us(130), us(140), 10))
+      .add(kernelAt(us(140), us(150), 10));
+  const LaunchStats s = feed.run().launches;
+  CHECK(s.captured_calls == 5);
+  CHECK(s.launches == 2);  // thread 2's launch and the graph launch
+  CHECK(s.graph_launches == 1);
+  CHECK(s.graph_kernels == 2);
+  CHECK(s.api_total_ns == us(13));  // 3 + 10: captured launches are not timed
+  CHECK(s.host_launch_gaps.count() == 0);  // thread 1's captured launches are no launches
 }
 
 TEST_CASE("without a device timeline, API times and host gaps still count") {

@@ -302,6 +302,66 @@ TEST_CASE("without markers, periodic kernels or a recurring sync there are no st
   CHECK(steps.median_ns == 0);
 }
 
+TEST_CASE("a program without a loop reports no steps", "[step_detector]") {
+  const StringTable strings = names();
+  StepDetectorStage stage;
+  stage.setStrings(&strings);
+  SECTION("vector add: two copies in, one kernel, one copy out") {
+    // Three synchronous copies, two of them before the one kernel: the copies are no step
+    // boundaries, as no kernel runs between the first two.
+    stage.onApiCall(hostCall(v1::API_KIND_MEMCPY, us(100), us(300), true));
+    stage.onApiCall(hostCall(v1::API_KIND_MEMCPY, us(400), us(600), true));
+    stage.onActivity(kernel(kK1, us(700), us(800)));
+    stage.onApiCall(hostCall(v1::API_KIND_MEMCPY, us(650), us(1000), true));
+  }
+  SECTION("three different kernels, each followed by a synchronize") {
+    // The sync recurs once per kernel, but what it delimits never repeats.
+    uint64_t t = us(100);
+    for (uint32_t name : {kK1, kK2, kK3}) {
+      stage.onActivity(kernel(name, t, t + us(100)));
+      stage.onApiCall(hostCall(v1::API_KIND_DEVICE_SYNC, t + us(10), t + us(110), true));
+      t += us(200);
+    }
+  }
+  const StepStats steps = run(stage);
+  CHECK(steps.method == "none");
+  CHECK(steps.steps == 0);
+}
+
+TEST_CASE("a single kernel repeated 300 times is a loop of 300 steps", "[step_detector]") {
+  // matrixMul: one warm-up kernel and a synchronize, then 300 timed launches of the same kernel
+  // between two event records, then an event synchronize.
+  const StringTable strings = names();
+  StepDetectorStage stage;
+  stage.setStrings(&strings);
+  stage.onActivity(kernel(kK1, us(100), us(200)));
+  stage.onApiCall(hostCall(v1::API_KIND_DEVICE_SYNC, us(110), us(200), true));
+  stage.onApiCall(hostCall(v1::API_KIND_EVENT_RECORD, us(210), us(212)));
+  uint64_t t = us(300);
+  for (int i = 0; i < 300; ++i, t += us(100)) stage.onActivity(kernel(kK1, t, t + us(100)));
+  stage.onApiCall(hostCall(v1::API_KIND_EVENT_RECORD, us(400), us(402)));
+  stage.onApiCall(hostCall(v1::API_KIND_EVENT_SYNC, us(410), t, true));
+  const StepStats steps = run(stage);
+  CHECK(steps.method == "recurring kernel sequence");
+  CHECK(steps.steps == 301);
+  CHECK(steps.median_ns == us(100));
+}
+
+TEST_CASE("a single kernel with a synchronize after each of 300 launches is a loop", "[step_detector]") {
+  const StringTable strings = names();
+  StepDetectorStage stage;
+  stage.setStrings(&strings);
+  uint64_t t = us(100);
+  for (int i = 0; i < 300; ++i, t += us(150)) {
+    stage.onActivity(kernel(kK1, t, t + us(100)));
+    stage.onApiCall(hostCall(v1::API_KIND_DEVICE_SYNC, t + us(10), t + us(100), true));
+  }
+  const StepStats steps = run(stage);
+  CHECK(steps.method != "none");
+  CHECK(steps.steps >= 299);
+  CHECK(steps.median_ns == us(150));
+}
+
 TEST_CASE("BusyTimeline answers busy time before any instant not before the last start", "[step_detector]") {
   BusyTimeline busy;
   busy.add(us(10), us(20));

@@ -19,6 +19,12 @@ const SyncTypeStats& of(const ProcessAnalysis& a, SyncPointKind kind) {
   return a.sync_points[static_cast<std::size_t>(kind)];
 }
 
+// A kernel queued at 0 that runs until 10 ms: every sync point of a test that enters before then
+// waits for it for its whole duration.
+EngineFeed& withLongKernel(EngineFeed& feed) {
+  return feed.add(launch(1, 0, us(1), 99)).add(kernelAt(us(1), ms(10), 99));
+}
+
 }  // namespace
 
 TEST_CASE("nearest-rank percentiles are exact for small counts") {
@@ -45,6 +51,7 @@ TEST_CASE("past the exact samples percentiles come from the histogram, within 1%
 
 TEST_CASE("sync points are counted by type with their blocked time and percentiles") {
   EngineFeed feed;
+  withLongKernel(feed);
   for (uint64_t i = 1; i <= 10; ++i) {
     feed.add(call(v1::API_KIND_STREAM_SYNC, 1, us(100) * i, us(100) * i + us(i), 0, true));
   }
@@ -78,11 +85,12 @@ TEST_CASE("an async copy is a sync point only when its record shows a pageable h
   const ProcessAnalysis a = feed.run();
   const SyncTypeStats& pageable = of(a, SyncPointKind::kPageableAsyncCopy);
   CHECK(pageable.count == 1);
-  CHECK(pageable.total_ns == us(40));
+  CHECK(pageable.total_ns == us(35));  // it waited until its copy ended at 45 us
 }
 
 TEST_CASE("call sites the recorder did not record are listed as such") {
   EngineFeed feed;
+  withLongKernel(feed);
   feed.add(call(v1::API_KIND_STREAM_SYNC, 1, us(10), us(20), 0, true))
       .add(call(v1::API_KIND_STREAM_SYNC, 1, us(30), us(35), 0, true));
   const ProcessAnalysis a = feed.run();
@@ -108,7 +116,8 @@ TEST_CASE("recorded call sites are named from the string table and ranked by blo
   a.call_site_id = 1;
   ApiCallEvent b = call(v1::API_KIND_STREAM_SYNC, 1, us(30), us(90), 0, true);
   b.call_site_id = 2;
-  batch.api_calls = {a, b};
+  batch.api_calls = {launch(1, 0, us(1), 99), a, b};
+  batch.activities = {kernelAt(us(1), ms(10), 99)};
   pipeline.onBatch(batch, strings);
   StreamHealth health;
   const ProcessAnalysis r = pipeline.finish(ReadResult{}, health);
@@ -116,6 +125,85 @@ TEST_CASE("recorded call sites are named from the string table and ranked by blo
   REQUIRE(stream.top_call_sites.size() == 1);
   CHECK(stream.top_call_sites[0].name == "train.py:50 print(acc)");
   CHECK(r.truncated);  // no Goodbye
+}
+
+TEST_CASE("a free on an idle device blocks for no time: its duration is host time in a CUDA call") {
+  // A kernel [10, 100) us; then a 4.3 ms cudaFreeHost [200, 4500) with nothing queued; then the
+  // next launch [4510, 4515) and its kernel at 4520. The gap [100, 4520) is 4300 us in the free
+  // (cuda_api), 5 us in the launch, the other 115 us host CPU; no sync drained the queue.
+  EngineFeed feed;
+  feed.add(launch(1, 0, us(5), 1))
+      .add(call(v1::API_KIND_HOST_FREE, 1, us(200), us(4500), 0, true))
+      .add(launch(1, us(4510), us(4515), 2))
+      .add(kernelAt(us(10), us(100), 1))
+      .add(kernelAt(us(4520), us(4600), 2));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& free = of(a, SyncPointKind::kAllocFree);
+  CHECK(free.count == 1);
+  CHECK(free.total_ns == 0);
+  CHECK(free.p99_ns == 0);
+  CHECK(free.idle_after_ns == 0);
+  REQUIRE(a.devices.size() == 1);
+  const DeviceAnalysis& d = a.devices[0];
+  CHECK(cause(d, IdleCause::kCudaApi) == us(4300));
+  CHECK(cause(d, IdleCause::kHostCpu) == us(115));
+  CHECK(cause(d, IdleCause::kLaunchOverhead) == us(5));
+  CHECK(d.after_sync_ns == 0);
+}
+
+TEST_CASE("a free that waits for queued work blocks until that work ends") {
+  // The kernel queued before the free runs until 1000 us; the free [200, 1200) waited 800 us of
+  // it, the last 200 us are the free's own host time.
+  EngineFeed feed;
+  feed.add(launch(1, 0, us(5), 1))
+      .add(call(v1::API_KIND_FREE, 1, us(200), us(1200), 0, true))
+      .add(launch(1, us(1300), us(1305), 2))
+      .add(kernelAt(us(10), us(1000), 1))
+      .add(kernelAt(us(1310), us(1400), 2));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& free = of(a, SyncPointKind::kAllocFree);
+  CHECK(free.count == 1);
+  CHECK(free.total_ns == us(800));
+  CHECK(free.idle_after_ns == us(310));  // the gap [1000, 1310) followed the drain
+  REQUIRE(a.devices.size() == 1);
+  CHECK(a.devices[0].after_sync_ns == us(310));
+}
+
+TEST_CASE("an event polling loop is one sync point with every poll counted") {
+  // A kernel [10, 10000) us. Thread 1 polls its event 3400 times, one poll [8 + 3i, 9 + 3i) us,
+  // the last at [10205, 10206) (it saw the kernel done); then it launches the next kernel, which
+  // starts at 10220. The loop waited from its first poll to the kernel's end.
+  EngineFeed feed;
+  feed.add(launch(1, 0, us(5), 1)).add(call(v1::API_KIND_EVENT_RECORD, 1, us(6), us(7)));
+  for (uint64_t i = 0; i < 3400; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(8 + 3 * i), us(9 + 3 * i)));
+  feed.add(launch(1, us(10210), us(10215), 2))
+      .add(kernelAt(us(10), us(10000), 1))
+      .add(kernelAt(us(10220), us(10300), 2));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& polling = of(a, SyncPointKind::kQueryPolling);
+  CHECK(polling.count == 1);
+  CHECK(polling.polls == 3400);
+  CHECK(polling.polling_ns == us(10206 - 8));
+  CHECK(polling.total_ns == us(10000 - 8));
+  CHECK(polling.idle_after_ns == us(220));  // it drained the queue: the gap [10000, 10220)
+  REQUIRE(a.devices.size() == 1);
+  CHECK(a.devices[0].after_sync_ns == us(220));
+  CHECK(cause(a.devices[0], IdleCause::kCudaApi) == us(69));  // the 69 polls in [10000, 10206)
+}
+
+TEST_CASE("another call ends a polling loop; polls of other threads are loops of their own") {
+  EngineFeed feed;
+  withLongKernel(feed);
+  for (uint64_t i = 0; i < 10; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(100 + 2 * i), us(101 + 2 * i)));
+  feed.add(call(v1::API_KIND_EVENT_RECORD, 1, us(130), us(131)));
+  for (uint64_t i = 0; i < 5; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(140 + 2 * i), us(141 + 2 * i)));
+  for (uint64_t i = 0; i < 7; ++i) feed.add(call(v1::API_KIND_QUERY, 2, us(101 + 2 * i), us(102 + 2 * i)));
+  const ProcessAnalysis a = feed.run();
+  const SyncTypeStats& polling = of(a, SyncPointKind::kQueryPolling);
+  CHECK(polling.count == 3);
+  CHECK(polling.polls == 22);
+  CHECK(polling.polling_ns == us(19) + us(9) + us(13));
+  CHECK(polling.total_ns == polling.polling_ns);  // the long kernel ran through all of them
 }
 
 TEST_CASE("sync times count without a device timeline too") {

@@ -23,7 +23,7 @@ TEST_CASE("a call is a sync point only if it blocked") {
   CHECK(kindOf(v1::API_KIND_MEMCPY, true) == SyncPointKind::kSyncCopy);
 }
 
-TEST_CASE("blocked calls are sorted into the eight sync point types") {
+TEST_CASE("blocked calls are sorted into the sync point types") {
   CHECK(kindOf(v1::API_KIND_DEVICE_SYNC, true) == SyncPointKind::kDeviceSync);
   CHECK(kindOf(v1::API_KIND_STREAM_SYNC, true) == SyncPointKind::kStreamSync);
   CHECK(kindOf(v1::API_KIND_EVENT_SYNC, true) == SyncPointKind::kEventSync);
@@ -32,6 +32,7 @@ TEST_CASE("blocked calls are sorted into the eight sync point types") {
   CHECK(kindOf(v1::API_KIND_MALLOC, true) == SyncPointKind::kAllocFree);
   CHECK(kindOf(v1::API_KIND_FREE, true) == SyncPointKind::kAllocFree);
   CHECK(kindOf(v1::API_KIND_MODULE_LOAD, true) == SyncPointKind::kOther);
+  CHECK_FALSE(kindOf(v1::API_KIND_QUERY, false));  // a poll alone: its loop is the sync point
 }
 
 TEST_CASE("every sync point type has a name and a distinct JSON key") {

@@ -281,7 +281,8 @@ class ProcessTimeline:
                 self.by_op.setdefault(c["op_index"], []).append(c)
             if c["kind"] == "launch" and c["correlation_id"]:
                 self.launch_by_corr.setdefault(c["correlation_id"], []).append(c)
-        self.sync_ends = {c["waited_until_ns"] for c in self.calls if c["blocked"]}
+        self.sync_ends = {c["waited_until_ns"] for c in self.calls
+                          if c["blocked"] and c["waited_until_ns"] > c["enter_ns"]}
         self.spans_by_tid = {}
         for s in self.host_work:
             self.spans_by_tid.setdefault(s["tid"], []).append(s)
@@ -479,11 +480,18 @@ def check_blocked_calls(problems, where, tl):
                              (c["waited_until_ns"], latest))
 
 
+def blocked_ns(c):
+    """Time a blocked call waited for device work: entry to the end of that work, clipped to the call."""
+    if c["waited_until_ns"] <= c["enter_ns"]:
+        return 0
+    return min(c["waited_until_ns"], c["exit_ns"]) - c["enter_ns"]
+
+
 def check_sync_points(problems, where, proc, tl):
     values = {t: [] for t in SYNC_TYPES}
     for c in tl.calls:
         if c["blocked"]:
-            values[sync_type(c)].append(c["exit_ns"] - c["enter_ns"])
+            values[sync_type(c)].append(blocked_ns(c))
     for t in SYNC_TYPES:
         v = sorted(values[t])
         want = {"count": len(v), "total_ns": sum(v), "p50_ns": nearest_rank(v, 50), "p99_ns": nearest_rank(v, 99)}

@@ -82,7 +82,8 @@ class Attributor {
     for (const SimApiCall& c : t.calls) {
       by_tid_[c.tid].calls.push_back(&c);
       if (c.op_index >= 0) queued_by_[uint64_t(c.op_index)].push_back(&c);
-      if (c.blocked) sync_ends_.insert(c.waited_until_ns);
+      // Only a call that was still waiting when the device went idle drained the queue there.
+      if (c.blocked && c.waited_until_ns > c.enter_ns) sync_ends_.insert(c.waited_until_ns);
       if (c.kind == SIM_CALL_LAUNCH && c.correlation_id) launches_by_corr_[c.correlation_id].push_back(&c);
     }
     for (auto& [tid, tc] : by_tid_) {
@@ -238,6 +239,14 @@ DeviceTruth device_truth(uint32_t device, const TruthInputs& in, const Attributo
   return d;
 }
 
+// The time a blocked call waited for device work: from its entry to the end of the work it
+// waited for, clipped to the call. The rest of the call (a cudaFreeHost unmapping 64 MB on an idle
+// device) is host time in a CUDA call, not waiting.
+uint64_t blocked_ns(const SimApiCall& c) {
+  if (c.waited_until_ns <= c.enter_ns) return 0;
+  return std::min(c.waited_until_ns, c.exit_ns) - c.enter_ns;
+}
+
 const std::string& sync_type_of(const SimApiCall& c) {
   const auto& types = sync_point_types();
   switch (c.kind) {
@@ -318,7 +327,7 @@ ProcessTruth compute_truth(const TruthInputs& in) {
   std::map<std::string, std::vector<uint64_t>> blocked;
   for (const auto& type : sync_point_types()) blocked[type];
   for (const SimApiCall& c : t.calls)
-    if (c.blocked) blocked[sync_type_of(c)].push_back(c.exit_ns - c.enter_ns);
+    if (c.blocked) blocked[sync_type_of(c)].push_back(blocked_ns(c));
   for (const auto& type : sync_point_types()) {
     std::vector<uint64_t>& v = blocked[type];
     std::sort(v.begin(), v.end());
