@@ -5,7 +5,6 @@
 // capture modes prohibit unsafe calls as documented.
 #include <catch2/catch.hpp>
 #include <cupti.h>
-#include <driver_functions.h>
 
 #include <atomic>
 #include <thread>
@@ -178,9 +177,9 @@ TEST_CASE("memcpy and memset nodes run as copies and memsets of the graph", "[gr
   mp.height = 1;
   REQUIRE(cudaGraphAddMemsetNode(&ms, g, nullptr, 0, &mp) == cudaSuccess);
   cudaMemcpy3DParms c{};
-  c.srcPtr = make_cudaPitchedPtr(host, 1 << 20, 1 << 20, 1);
-  c.dstPtr = make_cudaPitchedPtr(dev, 1 << 20, 1 << 20, 1);
-  c.extent = make_cudaExtent(1 << 20, 1, 1);
+  c.srcPtr = cudaPitchedPtr{host, 1 << 20, 1 << 20, 1};  // what make_cudaPitchedPtr builds
+  c.dstPtr = cudaPitchedPtr{dev, 1 << 20, 1 << 20, 1};
+  c.extent = cudaExtent{1 << 20, 1, 1};
   c.kind = cudaMemcpyHostToDevice;
   REQUIRE(cudaGraphAddMemcpyNode(&cp, g, &ms, 1, &c) == cudaSuccess);
   REQUIRE(cudaGraphAddMemcpyNode1D(&cp1, g, &cp, 1, host, dev, 4096, cudaMemcpyDeviceToHost) == cudaSuccess);
