@@ -396,16 +396,6 @@ uint64_t wait_op(int64_t op_index) { return wait_for({op_index}); }
 
 uint64_t resolve_op(int64_t op_index) { return resolved_end({op_index}); }
 
-bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns) {
-  if (op_index < 0) return false;
-  DeviceState& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  resolve_locked(s);
-  if (size_t(op_index) >= s.ops.size() || !s.states[size_t(op_index)].resolved) return false;
-  *start_ns = s.ops[size_t(op_index)].start_ns;
-  *end_ns = s.ops[size_t(op_index)].end_ns;
-  return true;
-}
 
 uint64_t wait_stream(Stream* stream) {
   DeviceState& s = state();
@@ -523,10 +513,6 @@ int64_t event_op(const Event* event) {
 
 uint32_t event_id(const Event* event) { return event->id; }
 
-unsigned event_flags(const Event* event) { return event->flags; }
-
-unsigned stream_flags(Stream* stream) { return stream ? stream->flags : 0; }
-
 void add_sync_record(const SyncRecord& record) {
   // Traced only while CUPTI has the kind enabled, like every other record.
   const CuptiSink* sink = cupti_sink();
@@ -579,3 +565,22 @@ extern "C" SIMCUDA_EXPORT size_t simcuda_device_ops(const SimDeviceOp** first) {
   *first = s.ops.data();
   return s.ops.size();
 }
+
+// Accessors the driver API needs (driver_stream.cpp).
+namespace simcuda {
+
+unsigned stream_flags(Stream* stream) { return stream ? stream->flags : 0; }
+
+unsigned event_flags(const Event* event) { return event ? event->flags : 0; }
+
+bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns) {
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  resolve_locked(s);
+  if (op_index < 0 || uint64_t(op_index) >= s.ops.size() || !s.states[size_t(op_index)].resolved) return false;
+  *start_ns = s.ops[size_t(op_index)].start_ns;
+  *end_ns = s.ops[size_t(op_index)].end_ns;
+  return true;
+}
+
+}  // namespace simcuda
