@@ -79,7 +79,7 @@ std::unordered_map<const void*, Symbol>& symbols() {
   return *map;
 }
 
-// The allocation containing [p, p + size), or end().
+// The allocation containing p, or end(). Caller holds g_mem_mu.
 std::map<uintptr_t, Allocation>::iterator containing(uintptr_t p) {
   auto& m = allocations();
   auto it = m.upper_bound(p);
@@ -89,15 +89,55 @@ std::map<uintptr_t, Allocation>::iterator containing(uintptr_t p) {
   return m.end();
 }
 
-}  // namespace
+// ---- the allocation registry's interface ---------------------------------------------------------
+// Everything below asks about memory only through these (and reserve_device, memory_kind): a
+// registry kept elsewhere (e.g. in the driver, shared with the driver API) replaces just them.
+struct MemInfo {
+  uintptr_t base = 0;
+  size_t size = 0;
+  SimMemKind kind = SIM_MEM_UNKNOWN;
+  unsigned flags = 0;       // cudaHostAlloc / cudaHostRegister / cudaMallocManaged flags
+  bool registered = false;  // cudaHostRegister: the program owns the memory
+};
 
-bool forget(void* ptr, SimMemKind kind) {
+void mem_add(const void* base, size_t size, SimMemKind kind, unsigned flags, bool registered) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == allocations().end() || it->second.kind != kind) return false;
+  allocations()[reinterpret_cast<uintptr_t>(base)] = {size, kind, flags, registered};
+}
+
+// The range holding p.
+bool mem_find(const void* p, MemInfo* out) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = containing(reinterpret_cast<uintptr_t>(p));
+  if (it == allocations().end()) return false;
+  *out = {it->first, it->second.size, it->second.kind, it->second.flags, it->second.registered};
+  return true;
+}
+
+// Removes the range that starts exactly at base, if it has that kind and registration.
+bool mem_take(const void* base, SimMemKind kind, bool registered, MemInfo* out = nullptr) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = allocations().find(reinterpret_cast<uintptr_t>(base));
+  if (it == allocations().end() || it->second.kind != kind || it->second.registered != registered) return false;
+  if (out) *out = {it->first, it->second.size, it->second.kind, it->second.flags, it->second.registered};
   allocations().erase(it);
   return true;
 }
+
+// Whether [p, p + size) overlaps a range of that kind.
+bool mem_overlaps(const void* p, size_t size, SimMemKind kind) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto b = reinterpret_cast<uintptr_t>(p);
+  auto it = containing(b);
+  if (it != allocations().end() && it->second.kind == kind) return true;
+  for (auto j = allocations().lower_bound(b); j != allocations().end() && j->first < b + size; ++j)
+    if (j->second.kind == kind) return true;
+  return false;
+}
+
+}  // namespace
+
+bool forget(void* ptr, SimMemKind kind) { return mem_take(ptr, kind, false); }
 
 namespace {
 
@@ -252,20 +292,18 @@ OpRequest memset_request(void* ptr, size_t bytes) {
 }
 
 bool pointer_info(const void* ptr, SimMemKind* kind, bool* registered) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto it = containing(reinterpret_cast<uintptr_t>(ptr));
-  if (it == allocations().end()) {
-    auto p = reinterpret_cast<uintptr_t>(ptr);
-    if (g_arena && p >= g_arena && p < g_arena + kDeviceArenaBytes) {
-      *kind = SIM_MEM_DEVICE;  // inside a live or freed device range
-      *registered = false;
-      return true;
-    }
-    return false;
+  MemInfo m;
+  if (mem_find(ptr, &m)) {
+    *kind = m.kind;
+    *registered = m.registered;
+    return true;
   }
-  *kind = it->second.kind;
-  *registered = it->second.registered;
-  return true;
+  if (memory_kind(ptr) == SIM_MEM_DEVICE) {  // inside a freed device range
+    *kind = SIM_MEM_DEVICE;
+    *registered = false;
+    return true;
+  }
+  return false;
 }
 
 size_t device_bytes_in_use() {
@@ -356,16 +394,10 @@ SIMCUDA_EXPORT cudaError_t cudaFree(void* ptr) {
                                            [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
                                              if (forget(ptr, SIM_MEM_DEVICE)) return CUDA_SUCCESS;
-                                             size_t managed = 0;
-                                             {
-                                               std::lock_guard<std::mutex> lock(g_mem_mu);
-                                               auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-                                               if (it == allocations().end() || it->second.kind != SIM_MEM_MANAGED)
-                                                 return CUDA_ERROR_INVALID_VALUE;
-                                               managed = it->second.size;
-                                               allocations().erase(it);
-                                             }
-                                             munmap(ptr, (managed + 4095) & ~size_t(4095));
+                                             MemInfo managed;
+                                             if (!mem_take(ptr, SIM_MEM_MANAGED, false, &managed))
+                                               return CUDA_ERROR_INVALID_VALUE;
+                                             munmap(ptr, (managed.size + 4095) & ~size_t(4095));
                                              return CUDA_SUCCESS;
                                            });
                   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
@@ -383,8 +415,7 @@ static cudaError_t host_alloc(ApiScope& s, void** ptr, size_t size, CUpti_Callba
   CUresult r = driver_call(cbid, name, SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
     void* p = aligned_alloc(4096, (std::max<size_t>(size, 1) + 4095) & ~size_t(4095));
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-    std::lock_guard<std::mutex> lock(g_mem_mu);
-    allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_PINNED, flags, false};
+    mem_add(p, size, SIM_MEM_PINNED, flags, false);
     *ptr = p;
     return CUDA_SUCCESS;
   });
@@ -417,14 +448,7 @@ SIMCUDA_EXPORT cudaError_t cudaFreeHost(void* ptr) {
                   CUresult r = driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, "cuMemFreeHost",
                                            SIM_CALL_HOST_FREE, &dp, [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
-                                             {
-                                               std::lock_guard<std::mutex> lock(g_mem_mu);
-                                               auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-                                               if (it == allocations().end() || it->second.kind != SIM_MEM_PINNED ||
-                                                   it->second.registered)
-                                                 return CUDA_ERROR_INVALID_VALUE;
-                                               allocations().erase(it);
-                                             }
+                                             if (!mem_take(ptr, SIM_MEM_PINNED, false)) return CUDA_ERROR_INVALID_VALUE;
                                              free(ptr);
                                              return CUDA_SUCCESS;
                                            });
@@ -446,19 +470,12 @@ SIMCUDA_EXPORT cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int
                   cudaError_t ret = cudaSuccess;
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, "cuMemHostRegister_v2",
                               SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
-                                std::lock_guard<std::mutex> lock(g_mem_mu);
-                                auto p = reinterpret_cast<uintptr_t>(ptr);
                                 // Any overlap with memory already page-locked is an error.
-                                auto it = allocations().lower_bound(p);
-                                bool overlap = (it != allocations().end() && it->first < p + size &&
-                                                it->second.kind == SIM_MEM_PINNED) ||
-                                               (containing(p) != allocations().end() &&
-                                                containing(p)->second.kind == SIM_MEM_PINNED);
-                                if (overlap) {
+                                if (mem_overlaps(ptr, size, SIM_MEM_PINNED)) {
                                   ret = cudaErrorHostMemoryAlreadyRegistered;
                                   return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
                                 }
-                                allocations()[p] = {size, SIM_MEM_PINNED, flags, true};
+                                mem_add(ptr, size, SIM_MEM_PINNED, flags, true);
                                 return CUDA_SUCCESS;
                               });
                   return ret;
@@ -474,13 +491,10 @@ SIMCUDA_EXPORT cudaError_t cudaHostUnregister(void* ptr) {
                   cudaError_t ret = cudaSuccess;
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, "cuMemHostUnregister", SIM_CALL_HOST_FREE,
                               &dp, [&](ApiScope&) {
-                                std::lock_guard<std::mutex> lock(g_mem_mu);
-                                auto it = allocations().find(reinterpret_cast<uintptr_t>(ptr));
-                                if (it == allocations().end() || !it->second.registered) {
+                                if (!mem_take(ptr, SIM_MEM_PINNED, true)) {
                                   ret = cudaErrorHostMemoryNotRegistered;
                                   return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
                                 }
-                                allocations().erase(it);
                                 return CUDA_SUCCESS;
                               });
                   return ret;
@@ -512,12 +526,11 @@ SIMCUDA_EXPORT cudaError_t cudaHostGetFlags(unsigned int* flags, void* host_ptr)
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostGetFlags_v3020, "cudaHostGetFlags", SIM_CALL_OTHER, &params,
                 [&](ApiScope&) -> cudaError_t {
                   if (!flags || !host_ptr) return cudaErrorInvalidValue;
-                  std::lock_guard<std::mutex> lock(g_mem_mu);
-                  auto it = containing(reinterpret_cast<uintptr_t>(host_ptr));
-                  if (it == allocations().end() || it->second.kind != SIM_MEM_PINNED || it->second.registered)
+                  MemInfo m;
+                  if (!mem_find(host_ptr, &m) || m.kind != SIM_MEM_PINNED || m.registered)
                     return cudaErrorInvalidValue;  // only for cudaHostAlloc / cudaMallocHost memory
                   // Unified addressing: every allocation is mapped (and portable) whatever was asked.
-                  *flags = it->second.flags | cudaHostAllocMapped | cudaHostAllocPortable;
+                  *flags = m.flags | cudaHostAllocMapped | cudaHostAllocPortable;
                   return cudaSuccess;
                 });
 }
@@ -540,9 +553,7 @@ SIMCUDA_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned i
                                              void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
                                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
                                              if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-                                             std::lock_guard<std::mutex> lock(g_mem_mu);
-                                             allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_MANAGED,
-                                                                                              flags, false};
+                                             mem_add(p, size, SIM_MEM_MANAGED, flags, false);
                                              *ptr = p;
                                              return CUDA_SUCCESS;
                                            });
@@ -565,8 +576,8 @@ SIMCUDA_EXPORT void __cudaRegisterManagedVar(void** fat_cubin, void** host_var_p
   size_t rounded = (std::max<size_t>(size, 1) + 4095) & ~size_t(4095);
   void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;
+  mem_add(p, size, SIM_MEM_MANAGED, cudaMemAttachGlobal, false);
   std::lock_guard<std::mutex> lock(g_mem_mu);
-  allocations()[reinterpret_cast<uintptr_t>(p)] = {size, SIM_MEM_MANAGED, cudaMemAttachGlobal, false};
   if (host_var_ptr_address) *host_var_ptr_address = p;
   symbols()[host_var_ptr_address] = {p, size};
 }
