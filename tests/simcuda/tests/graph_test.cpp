@@ -238,6 +238,7 @@ TEST_CASE("capture follows work forked to another stream through events and join
   CHECK(num_deps == 1);  // B
   REQUIRE(cudaEventRecord(join, s1) == cudaSuccess);
   REQUIRE(cudaStreamWaitEvent(s0, join, 0) == cudaSuccess);
+  CHECK(cudaEventQuery(join) == cudaErrorCapturedEvent);  // recorded in a capture in progress
   launch(kernel(), 1 * kMs, s0);                       // D, after B and C
   cudaGraph_t graph;
   REQUIRE(cudaStreamEndCapture(s0, &graph) == cudaSuccess);
