@@ -396,16 +396,6 @@ uint64_t wait_op(int64_t op_index) { return wait_for({op_index}); }
 
 uint64_t resolve_op(int64_t op_index) { return resolved_end({op_index}); }
 
-bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns) {
-  if (op_index < 0) return false;
-  DeviceState& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  resolve_locked(s);
-  if (size_t(op_index) >= s.ops.size() || !s.states[size_t(op_index)].resolved) return false;
-  *start_ns = s.ops[size_t(op_index)].start_ns;
-  *end_ns = s.ops[size_t(op_index)].end_ns;
-  return true;
-}
 
 uint64_t wait_stream(Stream* stream) {
   DeviceState& s = state();
@@ -526,6 +516,17 @@ uint32_t event_id(const Event* event) { return event->id; }
 unsigned event_flags(const Event* event) { return event ? event->flags : 0; }
 
 unsigned stream_flags(Stream* stream) { return stream ? stream->flags : 0; }
+
+bool op_interval(int64_t op_index, uint64_t* start_ns, uint64_t* end_ns) {
+  if (op_index < 0) return false;
+  DeviceState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  resolve_locked(s);
+  if (size_t(op_index) >= s.ops.size() || !s.states[size_t(op_index)].resolved) return false;
+  *start_ns = s.ops[size_t(op_index)].start_ns;
+  *end_ns = s.ops[size_t(op_index)].end_ns;
+  return true;
+}
 
 void add_sync_record(const SyncRecord& record) {
   // Traced only while CUPTI has the kind enabled, like every other record.

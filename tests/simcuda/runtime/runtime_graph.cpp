@@ -388,6 +388,11 @@ bool capture_event_record(Stream* stream, const Event* event) {
   return true;
 }
 
+bool event_is_captured(const Event* event) {
+  std::lock_guard<std::mutex> lock(graph_mu());
+  return captured_events().count(event) != 0;
+}
+
 bool capture_stream_wait(Stream* stream, const Event* event, cudaError_t* error) {
   *error = cudaSuccess;
   std::lock_guard<std::mutex> lock(graph_mu());

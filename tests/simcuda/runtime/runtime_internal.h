@@ -57,6 +57,9 @@ bool capture_event_record(Stream* stream, const Event* event);
 // the event's nodes to its dependencies). Returns false (and sets *error = cudaSuccess) when the
 // capture machinery has nothing to do with it; otherwise true with the call's result in *error.
 bool capture_stream_wait(Stream* stream, const Event* event, cudaError_t* error);
+// Whether the event was last recorded in a capture still in progress (cudaEventQuery and
+// cudaEventSynchronize then fail with cudaErrorCapturedEvent, as documented).
+bool event_is_captured(const Event* event);
 
 // Copies and memsets as graph nodes: the op a node runs, from the pointers and sizes.
 OpRequest copy_request(void* dst, const void* src, size_t count, cudaMemcpyKind kind);

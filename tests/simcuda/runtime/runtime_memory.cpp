@@ -32,29 +32,64 @@
 #include "runtime_internal.h"
 
 namespace simcuda::runtime {
-
-// The registry of allocations lives in the driver (driver_memory.cpp), shared with the driver
-// API, so a pointer has the same kind whichever API made or copies it.
-void* reserve_device(size_t size) { return reserve_device_memory(size, current_device()); }
-
-bool forget(void* ptr, SimMemKind kind) { return unregister_memory(ptr, kind); }
-
 namespace {
 
-// The registered range that starts exactly at ptr, if any.
-bool range_at(const void* ptr, MemoryRange* out) {
-  return find_memory(ptr, out) && out->base == reinterpret_cast<uintptr_t>(ptr);
+// ---- the allocation registry ---------------------------------------------------------------------
+// It lives in the driver (driver_memory.cpp), shared with the driver API, so a pointer has the
+// same kind whichever API made or copies it. Everything below asks about memory only through these.
+struct MemInfo {
+  uintptr_t base = 0;
+  size_t size = 0;
+  SimMemKind kind = SIM_MEM_UNKNOWN;
+  unsigned flags = 0;       // cudaHostAlloc / cudaHostRegister / cudaMallocManaged flags
+  bool registered = false;  // cudaHostRegister: the program owns the memory
+};
+
+MemInfo info_of(const MemoryRange& r) { return {r.base, r.size, r.kind, r.flags, r.registered}; }
+
+void mem_add(const void* base, size_t size, SimMemKind kind, unsigned flags, bool registered) {
+  register_memory(base, size, kind, current_device(), kind == SIM_MEM_MANAGED, registered, flags);
 }
+
+// The range holding p.
+bool mem_find(const void* p, MemInfo* out) {
+  MemoryRange r;
+  if (!find_memory(p, &r)) return false;
+  *out = info_of(r);
+  return true;
+}
+
+// Removes the range that starts exactly at base, if it has that kind and registration.
+bool mem_take(const void* base, SimMemKind kind, bool registered, MemInfo* out = nullptr) {
+  MemoryRange r;
+  if (!find_memory(base, &r) || r.base != reinterpret_cast<uintptr_t>(base) || r.kind != kind ||
+      r.registered != registered)
+    return false;
+  if (!unregister_memory(base, kind)) return false;
+  if (out) *out = info_of(r);
+  return true;
+}
+
+// Whether [p, p + size) overlaps a range of that kind.
+bool mem_overlaps(const void* p, size_t size, SimMemKind kind) { return overlaps_memory(p, size, kind); }
 
 struct Symbol {
   void* address;  // device address space
   size_t size;
 };
-std::mutex g_symbols_mu;
+std::mutex g_symbols_mu;  // guards symbols()
 std::unordered_map<const void*, Symbol>& symbols() {
   static auto* map = new std::unordered_map<const void*, Symbol>;
   return *map;
 }
+
+}  // namespace
+
+void* reserve_device(size_t size) { return reserve_device_memory(size, current_device()); }
+
+bool forget(void* ptr, SimMemKind kind) { return mem_take(ptr, kind, false); }
+
+namespace {
 
 double gbps_for(uint32_t copy_kind) {
   const SimDeviceConfig& c = config();
@@ -207,16 +242,18 @@ OpRequest memset_request(void* ptr, size_t bytes) {
 }
 
 bool pointer_info(const void* ptr, SimMemKind* kind, bool* registered) {
-  MemoryRange r;
-  if (find_memory(ptr, &r)) {
-    *kind = r.kind;
-    *registered = r.registered;
+  MemInfo m;
+  if (mem_find(ptr, &m)) {
+    *kind = m.kind;
+    *registered = m.registered;
     return true;
   }
-  if (memory_kind_of(ptr) != SIM_MEM_DEVICE) return false;
-  *kind = SIM_MEM_DEVICE;  // inside the device arena: a live or freed device range
-  *registered = false;
-  return true;
+  if (memory_kind(ptr) == SIM_MEM_DEVICE) {  // inside a freed device range
+    *kind = SIM_MEM_DEVICE;
+    *registered = false;
+    return true;
+  }
+  return false;
 }
 
 size_t device_bytes_in_use() { return device_memory_in_use(); }
@@ -294,12 +331,10 @@ SIMCUDA_EXPORT cudaError_t cudaFree(void* ptr) {
                                            [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
                                              if (forget(ptr, SIM_MEM_DEVICE)) return CUDA_SUCCESS;
-                                             MemoryRange r;
-                                             if (!range_at(ptr, &r) || r.kind != SIM_MEM_MANAGED ||
-                                                 !forget(ptr, SIM_MEM_MANAGED))
+                                             MemInfo managed;
+                                             if (!mem_take(ptr, SIM_MEM_MANAGED, false, &managed))
                                                return CUDA_ERROR_INVALID_VALUE;
-                                             size_t managed = r.size;
-                                             munmap(ptr, (managed + 4095) & ~size_t(4095));
+                                             munmap(ptr, (managed.size + 4095) & ~size_t(4095));
                                              return CUDA_SUCCESS;
                                            });
                   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
@@ -317,7 +352,7 @@ static cudaError_t host_alloc(ApiScope& s, void** ptr, size_t size, CUpti_Callba
   CUresult r = driver_call(cbid, name, SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
     void* p = aligned_alloc(4096, (std::max<size_t>(size, 1) + 4095) & ~size_t(4095));
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-    register_memory(p, size, SIM_MEM_PINNED, current_device(), false, false, flags);
+    mem_add(p, size, SIM_MEM_PINNED, flags, false);
     *ptr = p;
     return CUDA_SUCCESS;
   });
@@ -350,10 +385,7 @@ SIMCUDA_EXPORT cudaError_t cudaFreeHost(void* ptr) {
                   CUresult r = driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, "cuMemFreeHost",
                                            SIM_CALL_HOST_FREE, &dp, [&](ApiScope&) {
                                              s.set_blocked(wait_device(current_device()));
-                                             MemoryRange r;
-                                             if (!range_at(ptr, &r) || r.kind != SIM_MEM_PINNED || r.registered ||
-                                                 !forget(ptr, SIM_MEM_PINNED))
-                                               return CUDA_ERROR_INVALID_VALUE;
+                                             if (!mem_take(ptr, SIM_MEM_PINNED, false)) return CUDA_ERROR_INVALID_VALUE;
                                              free(ptr);
                                              return CUDA_SUCCESS;
                                            });
@@ -376,11 +408,11 @@ SIMCUDA_EXPORT cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, "cuMemHostRegister_v2",
                               SIM_CALL_HOST_ALLOC, &dp, [&](ApiScope&) {
                                 // Any overlap with memory already page-locked is an error.
-                                if (overlaps_memory(ptr, size, SIM_MEM_PINNED)) {
+                                if (mem_overlaps(ptr, size, SIM_MEM_PINNED)) {
                                   ret = cudaErrorHostMemoryAlreadyRegistered;
                                   return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
                                 }
-                                register_memory(ptr, size, SIM_MEM_PINNED, current_device(), false, true, flags);
+                                mem_add(ptr, size, SIM_MEM_PINNED, flags, true);
                                 return CUDA_SUCCESS;
                               });
                   return ret;
@@ -396,12 +428,10 @@ SIMCUDA_EXPORT cudaError_t cudaHostUnregister(void* ptr) {
                   cudaError_t ret = cudaSuccess;
                   driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, "cuMemHostUnregister", SIM_CALL_HOST_FREE,
                               &dp, [&](ApiScope&) {
-                                MemoryRange r;
-                                if (!range_at(ptr, &r) || !r.registered) {
+                                if (!mem_take(ptr, SIM_MEM_PINNED, true)) {
                                   ret = cudaErrorHostMemoryNotRegistered;
                                   return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
                                 }
-                                forget(ptr, SIM_MEM_PINNED);
                                 return CUDA_SUCCESS;
                               });
                   return ret;
@@ -433,11 +463,11 @@ SIMCUDA_EXPORT cudaError_t cudaHostGetFlags(unsigned int* flags, void* host_ptr)
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaHostGetFlags_v3020, "cudaHostGetFlags", SIM_CALL_OTHER, &params,
                 [&](ApiScope&) -> cudaError_t {
                   if (!flags || !host_ptr) return cudaErrorInvalidValue;
-                  MemoryRange r;
-                  if (!find_memory(host_ptr, &r) || r.kind != SIM_MEM_PINNED || r.registered)
+                  MemInfo m;
+                  if (!mem_find(host_ptr, &m) || m.kind != SIM_MEM_PINNED || m.registered)
                     return cudaErrorInvalidValue;  // only for cudaHostAlloc / cudaMallocHost memory
                   // Unified addressing: every allocation is mapped (and portable) whatever was asked.
-                  *flags = r.flags | cudaHostAllocMapped | cudaHostAllocPortable;
+                  *flags = m.flags | cudaHostAllocMapped | cudaHostAllocPortable;
                   return cudaSuccess;
                 });
 }
@@ -460,8 +490,7 @@ SIMCUDA_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned i
                                              void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
                                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
                                              if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-                                             register_memory(p, size, SIM_MEM_MANAGED, current_device(), true,
-                                                             false, flags);
+                                             mem_add(p, size, SIM_MEM_MANAGED, flags, false);
                                              *ptr = p;
                                              return CUDA_SUCCESS;
                                            });
@@ -484,7 +513,7 @@ SIMCUDA_EXPORT void __cudaRegisterManagedVar(void** fat_cubin, void** host_var_p
   size_t rounded = (std::max<size_t>(size, 1) + 4095) & ~size_t(4095);
   void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;
-  register_memory(p, size, SIM_MEM_MANAGED, current_device(), true, false, cudaMemAttachGlobal);
+  mem_add(p, size, SIM_MEM_MANAGED, cudaMemAttachGlobal, false);
   std::lock_guard<std::mutex> lock(g_symbols_mu);
   if (host_var_ptr_address) *host_var_ptr_address = p;
   symbols()[host_var_ptr_address] = {p, size};

@@ -198,6 +198,7 @@ SIMCUDA_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, "cudaEventQuery", SIM_CALL_OTHER, &params,
                 [&](ApiScope&) -> cudaError_t {
                   if (!event) return cudaErrorInvalidResourceHandle;
+                  if (event_is_captured(as_event(event))) return cudaErrorCapturedEvent;
                   if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   return op_done(event_op(as_event(event))) ? cudaSuccess : cudaErrorNotReady;
                 });
@@ -208,6 +209,7 @@ SIMCUDA_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return traced(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize", SIM_CALL_EVENT_SYNC,
                 &params, [&](ApiScope& s) -> cudaError_t {
                   if (!event) return cudaErrorInvalidResourceHandle;
+                  if (event_is_captured(as_event(event))) return cudaErrorCapturedEvent;
                   if (cudaError_t e = capture_check_unsafe(true); e != cudaSuccess) return e;
                   uint64_t enter = now_ns();
                   spend(config().sync_api_ns);

@@ -5,7 +5,6 @@
 // capture modes prohibit unsafe calls as documented.
 #include <catch2/catch.hpp>
 #include <cupti.h>
-#include <driver_functions.h>
 
 #include <atomic>
 #include <thread>
@@ -178,9 +177,9 @@ TEST_CASE("memcpy and memset nodes run as copies and memsets of the graph", "[gr
   mp.height = 1;
   REQUIRE(cudaGraphAddMemsetNode(&ms, g, nullptr, 0, &mp) == cudaSuccess);
   cudaMemcpy3DParms c{};
-  c.srcPtr = make_cudaPitchedPtr(host, 1 << 20, 1 << 20, 1);
-  c.dstPtr = make_cudaPitchedPtr(dev, 1 << 20, 1 << 20, 1);
-  c.extent = make_cudaExtent(1 << 20, 1, 1);
+  c.srcPtr = cudaPitchedPtr{host, 1 << 20, 1 << 20, 1};  // what make_cudaPitchedPtr builds
+  c.dstPtr = cudaPitchedPtr{dev, 1 << 20, 1 << 20, 1};
+  c.extent = cudaExtent{1 << 20, 1, 1};
   c.kind = cudaMemcpyHostToDevice;
   REQUIRE(cudaGraphAddMemcpyNode(&cp, g, &ms, 1, &c) == cudaSuccess);
   REQUIRE(cudaGraphAddMemcpyNode1D(&cp1, g, &cp, 1, host, dev, 4096, cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -239,6 +238,7 @@ TEST_CASE("capture follows work forked to another stream through events and join
   CHECK(num_deps == 1);  // B
   REQUIRE(cudaEventRecord(join, s1) == cudaSuccess);
   REQUIRE(cudaStreamWaitEvent(s0, join, 0) == cudaSuccess);
+  CHECK(cudaEventQuery(join) == cudaErrorCapturedEvent);  // recorded in a capture in progress
   launch(kernel(), 1 * kMs, s0);                       // D, after B and C
   cudaGraph_t graph;
   REQUIRE(cudaStreamEndCapture(s0, &graph) == cudaSuccess);
