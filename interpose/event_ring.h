@@ -55,10 +55,16 @@ class EventRing {
   }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  // Set by the producer when it claims the ring; cleared by the flusher when it recycles it.
+  // Consumer side, once the owner is gone (no producer): the next owner starts from no drops.
+  void forget_drops() { dropped_.store(0, std::memory_order_relaxed); }
+
+  // Who may write the ring: nobody (free, to be claimed), its thread, or nobody any more (the
+  // thread exited: the flusher drains it, then frees it for the next thread).
+  enum State : uint32_t { kFree, kOwned, kGone };
+  std::atomic<uint32_t> state{kFree};
+  // Set by the producer when it claims the ring, before its first publish(); cleared by the
+  // flusher when it frees the ring.
   std::atomic<uint32_t> owner_tid{0};
-  std::atomic<bool> owner_gone{false};  // the thread exited: drain, then recycle
-  bool registered = false;              // in the recorder's list (flusher and claimer only)
 
  private:
   RawEvent* slots_;

@@ -3,12 +3,15 @@
 // Threads and ownership:
 //  - user threads (CUPTI callbacks, symbol hooks) call reserve_api_call() or reserve_nccl_call(),
 //    fill the record (raw_event.h) and publish() it: the event goes into the thread's own ring,
-//    host times in host_clock.h ticks. A thread's first event claims a ring the flusher allocated
-//    in advance (and reads the thread id, once); after that: no allocation, no lock, no system
-//    call. The flusher translates each record into the schema's fields (frame_encoder.h).
+//    host times in host_clock.h ticks. A thread's first event claims a free ring (one the flusher
+//    mapped in advance, or one a thread that exited left behind, drained) or, when none is free,
+//    maps one itself: once per thread, like reading its thread id. After that: no allocation, no
+//    lock, no system call. The flusher translates each record into the schema's fields
+//    (frame_encoder.h).
 //  - CUPTI's buffer thread calls add_activities() and interns kernel names (both take a mutex).
 //  - the flusher thread drains the rings and the activity queue every kFlushPeriod, encodes one
-//    batch frame and writes it; it also tops up the spare rings.
+//    batch frame and writes it; it frees the rings of exited threads once drained and keeps a few
+//    free rings ready.
 //  - the exit path (atexit, or a context being destroyed) calls finish() once.
 // Lock order: activity_mu_ and the interner's mutex are never held together.
 #pragma once
@@ -66,6 +69,8 @@ class Recorder {
   // Marks the calling thread as the library's own: its events are never recorded.
   static void mark_internal_thread();
   static bool on_internal_thread() { return t_internal_; }
+  // At thread exit: the calling thread no longer writes into the ring it had.
+  static void forget_thread_ring();
 
  private:
   struct Comm {
@@ -101,22 +106,25 @@ class Recorder {
   void flusher_main();
   void flush_once(bool final);
   void top_up_spares();
-  EventRing* new_ring();
+  // A zeroed, pre-faulted ring from mmap (not malloc: a user thread may call it), registered in
+  // rings_ in `state`; nullptr when the registry is full or the memory cannot be had.
+  EventRing* map_ring(uint32_t state);
+  EventRing* take_free_ring();
 
   static std::atomic<Recorder*> active_;
   static thread_local EventRing* t_ring_ __attribute__((tls_model("initial-exec")));
   static thread_local bool t_internal_ __attribute__((tls_model("initial-exec")));
 
-  static constexpr size_t kMaxRings = 1024;
-  static constexpr size_t kSpares = 8;
+  // Rings are reused after their thread exits, so this bounds the threads alive at once.
+  static constexpr size_t kMaxRings = 16384;
+  static constexpr size_t kSpares = 8;  // free rings the flusher keeps ready
 
   Settings settings_;
   uint32_t pid_;
   size_t ring_capacity_;
-  std::atomic<EventRing*> spares_[kSpares] = {};
   std::atomic<EventRing*> rings_[kMaxRings] = {};
   std::atomic<size_t> ring_count_{0};
-  std::atomic<uint64_t> no_ring_drops_{0};  // events of threads that found no spare ring
+  std::atomic<uint64_t> no_ring_drops_{0};  // events of threads that could get no ring at all
 
   std::mutex activity_mu_;
   std::vector<DeviceActivityFields> activities_;
@@ -140,6 +148,7 @@ class Recorder {
   uint64_t api_calls_sent_ = 0, activities_sent_ = 0, nccl_calls_sent_ = 0;
   uint64_t undelivered_ = 0;  // events the sink could not take
   std::vector<uint64_t> ring_drops_sent_;
+  std::vector<DropCount> retired_drops_;  // final drop totals of threads whose rings were freed
   uint64_t cupti_dropped_sent_ = 0;
   std::atomic<bool> finished_{false};
   TickConverter ticks_;  // host timestamps arrive as ticks (host_clock.h)
