@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cupti_probe.h"
+#include "hook_reach.h"
 #include "host_clock.h"
 #include "recorder.h"
 #include "settings.h"
@@ -42,8 +43,18 @@ std::string own_path() {
   return "";
 }
 
-// Whether the process resolves `name` to this library's definition (its hooks are in place).
-bool hook_in_place(const char* name, void* ours) { return ours && dlsym(RTLD_DEFAULT, name) == ours; }
+// What the symbol hooks record when CUPTI cannot be had, in words for the stderr line.
+std::string recorded_without_cupti(const HookReach& cudart, const HookReach& nccl) {
+  std::string text;
+  if (cudart.live) {
+    text = "host-side runtime calls only (no device timestamps)";
+    if (!cudart.behind.empty()) text += ", those " + cudart.behind + " passes on (it defines them ahead of gapwatch)";
+    if (!nccl.live) text += "; no NCCL calls";
+    return text;
+  }
+  if (nccl.live) return "nothing but NCCL calls (preload libgapwatch.so to hook the runtime)";
+  return "nothing (preload libgapwatch.so to hook the runtime and NCCL)";
+}
 
 void on_exit() {
   Recorder* recorder = Recorder::active();
@@ -73,13 +84,11 @@ void ensure_started() {
   else cupti = cupti_attach(settings);
 
   std::vector<uint32_t> probes;
-  void* self = dlopen(own_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-  bool cudart_hooked = self && hook_in_place("cudaLaunchKernel", dlsym(self, "cudaLaunchKernel"));
-  bool nccl_hooked = self && hook_in_place("ncclAllReduce", dlsym(self, "ncclAllReduce"));
-  if (self) dlclose(self);
+  const HookReach cudart = hook_reach("cudaLaunchKernel");
+  const HookReach nccl = hook_reach("ncclAllReduce");
   if (cupti.ok) probes = {probe::kCuptiRuntimeCallbacks, probe::kCuptiDriverCallbacks, probe::kCuptiActivity};
-  else if (cudart_hooked) probes = {probe::kCudartHooks};
-  if (nccl_hooked) probes.push_back(probe::kNcclHooks);
+  else if (cudart.live) probes = {probe::kCudartHooks};
+  if (nccl.live) probes.push_back(probe::kNcclHooks);
 
   Recorder* recorder = Recorder::start(settings, probes, cupti.version, cupti.ok ? "" : cupti.why_not);
   if (recorder) {
@@ -88,8 +97,7 @@ void ensure_started() {
     } else {
       g_symbol_mode.store(true, std::memory_order_release);
       log_line(settings, LogLevel::kWarn, "%s; recording %s", cupti.why_not.c_str(),
-               cudart_hooked ? "host-side runtime calls only (no device timestamps)"
-                             : "nothing but NCCL calls (preload libgapwatch.so to hook the runtime)");
+               recorded_without_cupti(cudart, nccl).c_str());
     }
     atexit(on_exit);
   }
