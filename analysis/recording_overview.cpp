@@ -60,7 +60,8 @@ std::string endingText(const RecordingOverview& o) {
   const v1::Goodbye& g = *o.goodbye;
   switch (g.exit_reason()) {
     case v1::EXIT_REASON_NORMAL:
-      return "ended normally (exit status " + std::to_string(g.exit_status()) + ")";
+      // Absent: the recorder could not learn it (older recorders never wrote it): never a made-up 0.
+      return "ended normally (exit status " + (g.has_exit_status() ? std::to_string(g.exit_status()) : "unknown") + ")";
     case v1::EXIT_REASON_SIGNAL:
       return "ended by signal " + std::to_string(g.signal());
     case v1::EXIT_REASON_EXEC:

@@ -5,7 +5,9 @@
 //  - LD_PRELOAD: the constructor only points CUDA_INJECTION64_PATH at this library (when unset), so
 //    the driver takes the same path; and the symbol hooks are in place. A process that never
 //    initialises CUDA (a shell, a compiler, a DataLoader worker) gets no thread, no file, no output.
-//  - Exit: an atexit handler flushes CUPTI, writes Goodbye and names the file on stderr.
+//  - Exit: an on_exit handler flushes CUPTI, writes Goodbye with the status the process passed to
+//    exit() (on_exit, unlike atexit, is given it; returning from main is exit() too) and names the
+//    file on stderr.
 //  - fork: the child records nothing (its parent's threads and locks are not there).
 #include <dlfcn.h>
 #include <pthread.h>
@@ -56,11 +58,12 @@ std::string recorded_without_cupti(const HookReach& cudart, const HookReach& ncc
   return "nothing (preload libgapwatch.so to hook the runtime and NCCL)";
 }
 
-void on_exit() {
+void on_process_exit(int status, void*) {
   Recorder* recorder = Recorder::active();
   if (!recorder || recorder->pid() != uint32_t(getpid())) return;
   cupti_flush();
-  recorder->finish(wire::ExitReason::kNormal);
+  int seen_by_parent = status & 0xff;  // what wait() and the shell see: exit(-1) is 255
+  recorder->finish(wire::ExitReason::kNormal, &seen_by_parent);
 }
 
 void on_fork_child() {
@@ -99,7 +102,7 @@ void ensure_started() {
       log_line(settings, LogLevel::kWarn, "%s; recording %s", cupti.why_not.c_str(),
                recorded_without_cupti(cudart, nccl).c_str());
     }
-    atexit(on_exit);
+    on_exit(on_process_exit, nullptr);
   }
   g_start_attempted.store(true, std::memory_order_release);
 }

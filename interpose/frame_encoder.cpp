@@ -160,6 +160,7 @@ void FrameEncoder::goodbye(const GoodbyeInfo& g, std::string& out) {
   ProtoWriter w(body_);
   w.u64<goodbye::kEndTimeNsField>(g.end_time_ns);
   w.u64<goodbye::kExitReasonField>(g.exit_reason);
+  if (g.has_exit_status) w.optional_i64<goodbye::kExitStatusField>(g.exit_status);
   w.u64<goodbye::kBatchesField>(g.batches);
   w.u64<goodbye::kApiCallsField>(g.api_calls);
   w.u64<goodbye::kActivitiesField>(g.activities);

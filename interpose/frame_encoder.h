@@ -42,6 +42,8 @@ struct DropCount {
 struct GoodbyeInfo {
   uint64_t end_time_ns = 0;
   uint32_t exit_reason = wire::ExitReason::kNormal;
+  bool has_exit_status = false;  // written only when known: absent reads as "unknown"
+  int32_t exit_status = 0;
   uint64_t batches = 0, api_calls = 0, activities = 0, nccl_calls = 0;
   uint64_t events_dropped = 0, cupti_records_dropped = 0;
   std::vector<DropCount> drops;

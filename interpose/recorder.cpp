@@ -323,7 +323,7 @@ void Recorder::flush_once(bool final) {
   }
 }
 
-void Recorder::finish(uint32_t exit_reason) {
+void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   if (finished_.exchange(true)) return;
   active_.store(nullptr, std::memory_order_release);  // the hooks stop recording from here on
   {
@@ -336,6 +336,7 @@ void Recorder::finish(uint32_t exit_reason) {
   GoodbyeInfo g;
   g.end_time_ns = monotonic_ns();
   g.exit_reason = exit_reason;
+  if (exit_status) g.has_exit_status = true, g.exit_status = *exit_status;
   g.batches = sequence_;
   g.api_calls = api_calls_sent_;
   g.activities = activities_sent_;

@@ -12,7 +12,7 @@
 //  - the flusher thread drains the rings and the activity queue every kFlushPeriod, encodes one
 //    batch frame and writes it; it frees the rings of exited threads once drained and keeps a few
 //    free rings ready.
-//  - the exit path (atexit, or a context being destroyed) calls finish() once.
+//  - the exit path (on_exit, or a context being destroyed) calls finish() once.
 // Lock order: activity_mu_ and the interner's mutex are never held together.
 #pragma once
 
@@ -59,7 +59,8 @@ class Recorder {
   void note_nccl_comm(uint64_t comm, int32_t rank, int32_t nranks);
 
   // Flushes what is left, writes Goodbye, closes, says where the recording is. Once.
-  void finish(uint32_t exit_reason);
+  // `exit_status`: what the process passed to exit(), or nullptr when not known.
+  void finish(uint32_t exit_reason, const int* exit_status = nullptr);
   // In a forked child: forget everything without touching threads or locks (they are the parent's).
   void abandon_in_child() { active_.store(nullptr, std::memory_order_release); }
 

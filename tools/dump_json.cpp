@@ -151,7 +151,7 @@ void JsonDumpPrinter::onGoodbye(const v1::Goodbye& g, uint64_t offset) {
          {"offset", offset},
          {"end_time_ns", g.end_time_ns()},
          {"exit_reason", enumLabel(g.exit_reason())},
-         {"exit_status", g.exit_status()},
+         {"exit_status", g.has_exit_status() ? json(g.exit_status()) : json(nullptr)},
          {"signal", g.signal()},
          {"batches", g.batches()},
          {"api_calls", g.api_calls()},

@@ -170,7 +170,7 @@ void TextDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
 void TextDumpPrinter::onGoodbye(const v1::Goodbye& g, uint64_t offset) {
   std::ostream& out = g.end_time_ns() != 0 ? startLine(g.end_time_ns(), "goodbye")
                                            : startLine("goodbye");
-  out << "exit=" << enumLabel(g.exit_reason()) << numberField("status", g.exit_status())
+  out << "exit=" << enumLabel(g.exit_reason()) << (g.has_exit_status() ? " status=" + std::to_string(g.exit_status()) : std::string())
       << numberField("signal", g.signal()) << " batches=" << g.batches()
       << " api_calls=" << g.api_calls() << " activities=" << g.activities()
       << " nccl_calls=" << g.nccl_calls() << " markers=" << g.markers()

@@ -261,6 +261,24 @@ TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
   CHECK(bye.goodbye().drops(0).id() == 77);
 }
 
+TEST_CASE("Goodbye carries an exit status only when it is known, 0 included", "[encoder]") {
+  gapwatch::FrameEncoder encoder;
+  gapwatch::GoodbyeInfo unknown, zero, three;
+  zero.has_exit_status = true;
+  three.has_exit_status = true;
+  three.exit_status = 3;
+  std::string out;
+  encoder.goodbye(unknown, out);
+  encoder.goodbye(zero, out);
+  encoder.goodbye(three, out);
+  size_t pos = 0;
+  auto a = parse_frame(out, &pos), b = parse_frame(out, &pos), c = parse_frame(out, &pos);
+  CHECK(!a.goodbye().has_exit_status());
+  CHECK(b.goodbye().has_exit_status());
+  CHECK(b.goodbye().exit_status() == 0);
+  CHECK(c.goodbye().exit_status() == 3);
+}
+
 TEST_CASE("strings that are not UTF-8 are repaired so libprotobuf still reads the frame", "[encoder]") {
   gapwatch::FrameEncoder encoder;
   gapwatch::HelloInfo h;
