@@ -66,12 +66,37 @@ class EventRing {
   // flusher when it frees the ring.
   std::atomic<uint32_t> owner_tid{0};
 
+  // The outermost CUDA call the owner is inside, for the flusher's heartbeat: a program killed
+  // while blocked leaves no record of the call otherwise. The owner writes the name and id, then
+  // the entry time (release); at the call's exit it clears the time. The flusher reads the time,
+  // the fields, and the time again: the same non-zero time both times, and the fields are that
+  // call's (host ticks only grow, so a later call cannot look like this one).
+  void enter_call(uint64_t start_ticks, const char* name, uint64_t correlation) {
+    call_name_.store(name, std::memory_order_relaxed);
+    call_correlation_.store(correlation, std::memory_order_relaxed);
+    call_start_.store(start_ticks, std::memory_order_release);
+  }
+  void exit_call() { call_start_.store(0, std::memory_order_relaxed); }
+  // Consumer side: the call in progress, or false when none (or it changed while being read).
+  bool call_in_progress(uint64_t* start_ticks, const char** name, uint64_t* correlation) const {
+    uint64_t start = call_start_.load(std::memory_order_acquire);
+    if (!start) return false;
+    *name = call_name_.load(std::memory_order_relaxed);
+    *correlation = call_correlation_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    *start_ticks = start;
+    return call_start_.load(std::memory_order_relaxed) == start;
+  }
+
  private:
   RawEvent* slots_;
   uint64_t mask_;
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) std::atomic<uint64_t> dropped_{0};
+  alignas(64) std::atomic<uint64_t> call_start_{0};
+  std::atomic<const char*> call_name_{nullptr};
+  std::atomic<uint64_t> call_correlation_{0};
 };
 
 }  // namespace gapwatch

@@ -49,6 +49,26 @@ struct GoodbyeInfo {
   std::vector<DropCount> drops;
 };
 
+// Heartbeat: the process is alive, and what it is waiting in (gapwatch.v1.Heartbeat). The names
+// are strings with static storage (API names) or CUPTI's kernel names; nullptr = not known.
+struct CallInProgressFields {
+  uint32_t thread_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t correlation_id = 0;
+  const char* api_name = nullptr;
+};
+struct UnfinishedLaunchFields {
+  uint64_t correlation_id = 0;
+  uint64_t launch_ns = 0;
+  const char* kernel_name = nullptr;
+  uint32_t thread_id = 0;
+};
+struct HeartbeatInfo {
+  uint64_t time_ns = 0;
+  std::vector<CallInProgressFields> calls;
+  std::vector<UnfinishedLaunchFields> unfinished;
+};
+
 // The events of a batch as the schema has them (gapwatch.v1.ApiCall, DeviceActivity, NcclCall),
 // with absolute times in nanoseconds and absolute correlation ids: the encoder applies the delta
 // rules. Only the fields the recorder fills are here. Enum-valued fields hold wire:: values.
@@ -122,6 +142,7 @@ class FrameEncoder {
   void hello(const HelloInfo& info, std::string& out);
   void batch(const BatchContent& batch, std::string& out);
   void goodbye(const GoodbyeInfo& info, std::string& out);
+  void heartbeat(const HeartbeatInfo& info, std::string& out);
 
  private:
   template <wire::Field Body>

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <new>
 #include <unordered_map>
@@ -276,7 +277,10 @@ void Recorder::flush_once(bool final) {
     ring->drain([&](const RawEvent& e) {
       if (!tid) tid = ring->owner_tid.load(std::memory_order_relaxed);
       switch (e.header.type) {
-        case EventType::kApiCall: b.api_calls.push_back(translate(e.api, tid)); break;
+        case EventType::kApiCall:
+          b.api_calls.push_back(translate(e.api, tid));
+          track_launch(e.api, b.api_calls.back().start_ns, tid);
+          break;
         case EventType::kNcclCall: b.nccl_calls.push_back(translate(e.nccl, tid, comms)); break;
       }
     });
@@ -290,6 +294,7 @@ void Recorder::flush_once(bool final) {
       // Drained after its thread exited: free for the next thread, its drops kept for Goodbye.
       if (dropped) retired_drops_.push_back({kDropSourceThreadRing, owner, dropped});
       ring->forget_drops();
+      ring->exit_call();  // a thread cancelled inside a call left it set
       ring_drops_sent_[i] = 0;
       ring->owner_tid.store(0, std::memory_order_relaxed);
       ring->state.store(EventRing::kFree, std::memory_order_release);
@@ -300,6 +305,7 @@ void Recorder::flush_once(bool final) {
     b.activities.swap(activities_);
     activities_.clear();
   }
+  track_activities(b.activities);
   strings_.take_new(&b.strings);
   uint64_t cupti_dropped = cupti_dropped_.load(std::memory_order_relaxed);
   if (cupti_dropped != cupti_dropped_sent_) {
@@ -309,6 +315,7 @@ void Recorder::flush_once(bool final) {
   if (uint64_t lost = no_ring_drops_.load(std::memory_order_relaxed)) b.drops.push_back({kDropSourceThreadRing, 0, lost});
   if (undelivered_) b.drops.push_back({kDropSourceTransport, 0, undelivered_});
   size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size();
+  if (!final) maybe_heartbeat();
   if (events == 0 && b.strings.empty() && b.drops.empty()) return;
   b.sequence = sequence_;
   frame_.clear();
@@ -321,6 +328,66 @@ void Recorder::flush_once(bool final) {
   } else {
     undelivered_ += events;
   }
+}
+
+void Recorder::track_launch(const ApiCallRecord& r, uint64_t start_ns, uint32_t tid) {
+  if ((r.kind != wire::ApiKind::kLaunch && r.kind != wire::ApiKind::kGraphLaunch) || !r.correlation ||
+      r.return_code != 0)
+    return;
+  if (finished_before_launch_.erase(r.correlation)) return;
+  if (pending_launches_.size() < kMaxPendingLaunches)
+    pending_launches_.emplace(r.correlation, PendingLaunch{start_ns, r.symbol_name, tid});
+}
+
+void Recorder::track_activities(const std::vector<DeviceActivityFields>& activities) {
+  for (const DeviceActivityFields& a : activities) {
+    if (a.kind != wire::ActivityKind::kKernel || !a.correlation_id) continue;
+    if (pending_launches_.erase(a.correlation_id)) continue;
+    // Every kernel of a graph launch shares its id: only the first one finds it pending.
+    if (finished_before_launch_.size() >= kMaxPendingLaunches) finished_before_launch_.clear();
+    finished_before_launch_.insert(a.correlation_id);
+  }
+}
+
+void Recorder::maybe_heartbeat() {
+  constexpr uint64_t kFlushPeriodNs = std::chrono::nanoseconds(kFlushPeriod).count();
+  constexpr uint64_t kQuietPeriodNs = 1000000000;  // the end time of a killed process, to a second
+  constexpr size_t kMaxUnfinished = 4;
+  const uint64_t now = monotonic_ns();
+  HeartbeatInfo& h = heartbeat_;
+  h.calls.clear();
+  h.unfinished.clear();
+  uint64_t digest = 0;
+  size_t n = std::min(ring_count_.load(std::memory_order_acquire), kMaxRings);
+  for (size_t i = 0; i < n; ++i) {
+    EventRing* ring = rings_[i].load(std::memory_order_acquire);
+    uint64_t start_ticks, correlation;
+    const char* name;
+    if (!ring || ring->state.load(std::memory_order_acquire) != EventRing::kOwned ||
+        !ring->call_in_progress(&start_ticks, &name, &correlation))
+      continue;
+    uint64_t start_ns = ticks_.to_ns(start_ticks);
+    if (start_ns + kFlushPeriodNs > now) continue;  // an ordinary call, not a wait worth showing
+    uint32_t tid = ring->owner_tid.load(std::memory_order_relaxed);
+    h.calls.push_back({tid, start_ns, correlation, name});
+    digest = digest * 1000003 + start_ticks + tid;
+  }
+  const bool new_wait = !h.calls.empty() && digest != last_heartbeat_calls_;
+  if (!new_wait && now < last_heartbeat_ns_ + kQuietPeriodNs) return;
+  for (const auto& [correlation, launch] : pending_launches_) {
+    if (launch.launch_ns + kFlushPeriodNs > now) continue;
+    h.unfinished.push_back({correlation, launch.launch_ns, launch.kernel_name, launch.tid});
+  }
+  // The oldest first: the work everything later waits behind.
+  std::sort(h.unfinished.begin(), h.unfinished.end(),
+            [](const UnfinishedLaunchFields& a, const UnfinishedLaunchFields& b) { return a.launch_ns < b.launch_ns; });
+  if (h.unfinished.size() > kMaxUnfinished) h.unfinished.resize(kMaxUnfinished);
+  h.time_ns = now;
+  frame_.clear();
+  encoder_.heartbeat(h, frame_);
+  sink_.write(frame_);  // a lost heartbeat costs nothing the next one does not repeat
+  last_heartbeat_ns_ = now;
+  last_heartbeat_calls_ = digest;
 }
 
 void Recorder::finish(uint32_t exit_reason, const int* exit_status) {

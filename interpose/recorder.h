@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "event_ring.h"
@@ -50,6 +51,17 @@ class Recorder {
   ApiCallRecord* reserve_api_call() { return reserve_record(&RawEvent::api, EventType::kApiCall); }
   NcclCallRecord* reserve_nccl_call() { return reserve_record(&RawEvent::nccl, EventType::kNcclCall); }
   void publish() { t_ring_->publish(); }
+  // Hot path, at the entry and exit of the outermost recorded call of a thread: what the flusher's
+  // heartbeat reports as the call in progress (event_ring.h). A few stores; the entry claims the
+  // thread's ring if it has none yet.
+  void enter_call(uint64_t start_ticks, const char* name, uint64_t correlation) {
+    EventRing* ring = t_ring_;
+    if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
+    if (ring) ring->enter_call(start_ticks, name, correlation);
+  }
+  static void exit_call() {
+    if (EventRing* ring = t_ring_) ring->exit_call();
+  }
 
   // CUPTI's buffer thread: decoded device activities.
   void add_activities(const DeviceActivityFields* events, size_t count);
@@ -106,6 +118,12 @@ class Recorder {
   NcclCallFields translate(const NcclCallRecord& r, uint32_t tid, std::vector<Comm>& comms);
   void flusher_main();
   void flush_once(bool final);
+  // Launches without a device record yet, from the drained records (flusher only).
+  void track_launch(const ApiCallRecord& r, uint64_t start_ns, uint32_t tid);
+  void track_activities(const std::vector<DeviceActivityFields>& activities);
+  // Writes a Heartbeat when it is due: a call in progress for longer than a flush period that the
+  // last heartbeat did not show, or a second since the last one.
+  void maybe_heartbeat();
   void top_up_spares();
   // A zeroed, pre-faulted ring from mmap (not malloc: a user thread may call it), registered in
   // rings_ in `state`; nullptr when the registry is full or the memory cannot be had.
@@ -153,6 +171,20 @@ class Recorder {
   uint64_t cupti_dropped_sent_ = 0;
   std::atomic<bool> finished_{false};
   TickConverter ticks_;  // host timestamps arrive as ticks (host_clock.h)
+  struct PendingLaunch {
+    uint64_t launch_ns;
+    const char* kernel_name;
+    uint32_t tid;
+  };
+  // Bounded: work CUPTI never reports (records dropped) must not grow it without end.
+  static constexpr size_t kMaxPendingLaunches = 65536;
+  std::unordered_map<uint64_t, PendingLaunch> pending_launches_;  // correlation id -> launch
+  // Kernel records that came before their launch's record was drained (a kernel that ended while
+  // its launch call was still returning): the launch is then not pending. Bounded likewise.
+  std::unordered_set<uint64_t> finished_before_launch_;
+  HeartbeatInfo heartbeat_;
+  uint64_t last_heartbeat_ns_ = 0;
+  uint64_t last_heartbeat_calls_ = 0;  // a digest of the calls the last heartbeat showed
   std::unordered_map<const void*, uint32_t> call_sites_;  // return address -> interned text
 };
 
