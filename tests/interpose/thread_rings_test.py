@@ -41,7 +41,8 @@ class ThreadRings(unittest.TestCase):
         self.check_every_launch(self.record(200, 20, extra={"GAPWATCH_RING_KB": "64"}), 200, 20, 1)
 
     def test_pools_one_after_another_reuse_the_rings_of_exited_threads(self):
-        # 12 pools of 100 threads: 1200 threads in all, more than the recorder has ring places for.
+        # 12 pools of 100 threads, each started as soon as the last is joined: the new threads claim
+        # rings while the flusher drains and frees those of the threads just gone.
         self.check_every_launch(self.record(100, 5, 12, extra={"GAPWATCH_RING_KB": "16"}), 100, 5, 12)
 
 
