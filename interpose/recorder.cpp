@@ -334,18 +334,19 @@ void Recorder::track_launch(const ApiCallRecord& r, uint64_t start_ns, uint32_t 
   if ((r.kind != wire::ApiKind::kLaunch && r.kind != wire::ApiKind::kGraphLaunch) || !r.correlation ||
       r.return_code != 0)
     return;
-  if (finished_before_launch_.erase(r.correlation)) return;
-  if (pending_launches_.size() < kMaxPendingLaunches)
-    pending_launches_.emplace(r.correlation, PendingLaunch{start_ns, r.symbol_name, tid});
+  LaunchSlot& slot = launch_slots_[r.correlation & (kLaunchSlots - 1)];
+  if (slot.correlation == r.correlation && slot.finished) slot = LaunchSlot{};
+  else slot = LaunchSlot{r.correlation, start_ns, r.symbol_name, tid, false};
 }
 
 void Recorder::track_activities(const std::vector<DeviceActivityFields>& activities) {
   for (const DeviceActivityFields& a : activities) {
     if (a.kind != wire::ActivityKind::kKernel || !a.correlation_id) continue;
-    if (pending_launches_.erase(a.correlation_id)) continue;
-    // Every kernel of a graph launch shares its id: only the first one finds it pending.
-    if (finished_before_launch_.size() >= kMaxPendingLaunches) finished_before_launch_.clear();
-    finished_before_launch_.insert(a.correlation_id);
+    LaunchSlot& slot = launch_slots_[a.correlation_id & (kLaunchSlots - 1)];
+    // Every kernel of a graph launch shares its id: the first one frees the slot, the others mark
+    // it finished, which no later launch of that id can mistake.
+    if (slot.correlation == a.correlation_id && !slot.finished) slot = LaunchSlot{};
+    else slot = LaunchSlot{a.correlation_id, 0, nullptr, 0, true};
   }
 }
 
@@ -374,9 +375,9 @@ void Recorder::maybe_heartbeat() {
   }
   const bool new_wait = !h.calls.empty() && digest != last_heartbeat_calls_;
   if (!new_wait && now < last_heartbeat_ns_ + kQuietPeriodNs) return;
-  for (const auto& [correlation, launch] : pending_launches_) {
-    if (launch.launch_ns + kFlushPeriodNs > now) continue;
-    h.unfinished.push_back({correlation, launch.launch_ns, launch.kernel_name, launch.tid});
+  for (const LaunchSlot& launch : launch_slots_) {
+    if (!launch.correlation || launch.finished || launch.launch_ns + kFlushPeriodNs > now) continue;
+    h.unfinished.push_back({launch.correlation, launch.launch_ns, launch.kernel_name, launch.tid});
   }
   // The oldest first: the work everything later waits behind.
   std::sort(h.unfinished.begin(), h.unfinished.end(),

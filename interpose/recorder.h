@@ -23,7 +23,6 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "event_ring.h"
@@ -171,17 +170,20 @@ class Recorder {
   uint64_t cupti_dropped_sent_ = 0;
   std::atomic<bool> finished_{false};
   TickConverter ticks_;  // host timestamps arrive as ticks (host_clock.h)
-  struct PendingLaunch {
+  // Launches whose kernel has no device record yet, direct-mapped by correlation id: a few stores
+  // per launch and per kernel record, no allocation, fixed memory. A slot is overwritten by the
+  // launch kLaunchSlots ids later, so an unfinished launch is remembered for that many calls.
+  // `finished`: the kernel's record came before its launch's record was drained (a kernel that
+  // ended while its launch call was still returning), so that launch is not pending.
+  struct LaunchSlot {
+    uint64_t correlation;  // 0 = empty
     uint64_t launch_ns;
     const char* kernel_name;
     uint32_t tid;
+    bool finished;
   };
-  // Bounded: work CUPTI never reports (records dropped) must not grow it without end.
-  static constexpr size_t kMaxPendingLaunches = 65536;
-  std::unordered_map<uint64_t, PendingLaunch> pending_launches_;  // correlation id -> launch
-  // Kernel records that came before their launch's record was drained (a kernel that ended while
-  // its launch call was still returning): the launch is then not pending. Bounded likewise.
-  std::unordered_set<uint64_t> finished_before_launch_;
+  static constexpr size_t kLaunchSlots = 4096;  // a power of two
+  LaunchSlot launch_slots_[kLaunchSlots] = {};
   HeartbeatInfo heartbeat_;
   uint64_t last_heartbeat_ns_ = 0;
   uint64_t last_heartbeat_calls_ = 0;  // a digest of the calls the last heartbeat showed
