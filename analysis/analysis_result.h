@@ -151,6 +151,26 @@ struct Finding {              // one cause the diagnosis found, with its evidenc
   std::vector<std::pair<std::string, double>> numbers;
 };
 
+// A process that died while it waited (analysis/hang.h): what the recorder's last heartbeat
+// showed still in progress, less what later batches show finished.
+struct HangCall {
+  uint32_t thread_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t correlation_id = 0;
+  std::string api_name;
+};
+struct UnfinishedKernel {
+  uint64_t correlation_id = 0;
+  uint64_t launch_ns = 0;
+  std::string kernel_name;  // "" = not known
+  uint32_t thread_id = 0;
+};
+struct Hang {
+  uint64_t end_ns = 0;  // where the recording ends: its last heartbeat or event
+  std::vector<HangCall> calls;
+  std::vector<UnfinishedKernel> kernels;  // the oldest first
+};
+
 struct ProcessAnalysis {
   uint32_t pid = 0;
   std::string host;
@@ -171,6 +191,7 @@ struct ProcessAnalysis {
   // all): communication that does not overlap compute, a long start-up. Never ranked among the
   // findings, never in the verdict.
   std::vector<Finding> notes;
+  std::optional<Hang> hang;  // the process died inside a call or with work unfinished
 };
 
 struct RankWait {        // across ranks: whom the others waited for in collectives

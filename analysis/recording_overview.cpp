@@ -39,6 +39,10 @@ void RecordingOverviewBuilder::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*
   for (const v1::DropCounter& d : goodbye.drops()) drops_.update({d.source(), d.id(), d.dropped()});
 }
 
+void RecordingOverviewBuilder::onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t /*offset*/) {
+  last_heartbeat_ns_ = std::max(last_heartbeat_ns_, heartbeat.time_ns());
+}
+
 RecordingOverview RecordingOverviewBuilder::finish(const ReadSummary& read, const StreamHealth& health) {
   RecordingOverview result = overview_;
   result.read = read;
@@ -49,8 +53,8 @@ RecordingOverview RecordingOverviewBuilder::finish(const ReadSummary& read, cons
                          : any_event                                         ? first_event_ns_
                                                                              : 0;
   result.span_end_ns = result.goodbye && result.goodbye->end_time_ns() != 0 ? result.goodbye->end_time_ns()
-                       : any_event                                           ? last_event_ns_
-                                                                             : 0;
+                       : any_event ? std::max(last_event_ns_, last_heartbeat_ns_)
+                                   : last_heartbeat_ns_;
   return result;
 }
 
@@ -60,7 +64,8 @@ std::string endingText(const RecordingOverview& o) {
   const v1::Goodbye& g = *o.goodbye;
   switch (g.exit_reason()) {
     case v1::EXIT_REASON_NORMAL:
-      return "ended normally (exit status " + std::to_string(g.exit_status()) + ")";
+      // Absent: the recorder could not learn it (older recorders never wrote it): never a made-up 0.
+      return "ended normally (exit status " + (g.has_exit_status() ? std::to_string(g.exit_status()) : "unknown") + ")";
     case v1::EXIT_REASON_SIGNAL:
       return "ended by signal " + std::to_string(g.signal());
     case v1::EXIT_REASON_EXEC:

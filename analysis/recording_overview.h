@@ -47,6 +47,8 @@ class RecordingOverviewBuilder final : public RecordingVisitor {
   void onHello(const v1::Hello& hello, uint64_t offset) override;
   void onBatch(const DecodedBatch& batch, const StringTable& strings) override;
   void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override;
+  // Without a Goodbye, the recording ends at its last heartbeat if that is later than its events.
+  void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override;
 
   RecordingOverview finish(const ReadSummary& read, const StreamHealth& health);
 
@@ -57,6 +59,7 @@ class RecordingOverviewBuilder final : public RecordingVisitor {
   DropTotals drops_;
   uint64_t first_event_ns_ = UINT64_MAX;
   uint64_t last_event_ns_ = 0;
+  uint64_t last_heartbeat_ns_ = 0;
 };
 
 // How the recording ended, in words: "ended normally (exit status 0)", "ended early: no Goodbye

@@ -18,11 +18,18 @@ void ProcessAnalyser::onHello(const v1::Hello& hello, uint64_t offset) {
 void ProcessAnalyser::onBatch(const DecodedBatch& batch, const StringTable& strings) {
   pipeline_.onBatch(batch, strings);
   overview_.onBatch(batch, strings);
+  hang_.onBatch(batch, strings);
 }
 
 void ProcessAnalyser::onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) {
   pipeline_.onGoodbye(goodbye, offset);
   overview_.onGoodbye(goodbye, offset);
+  hang_.onGoodbye(goodbye, offset);
+}
+
+void ProcessAnalyser::onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) {
+  overview_.onHeartbeat(heartbeat, offset);
+  hang_.onHeartbeat(heartbeat, offset);
 }
 
 ProcessOutcome ProcessAnalyser::finish(const ReadResult& read, const StreamHealth& health) {
@@ -30,6 +37,8 @@ ProcessOutcome ProcessAnalyser::finish(const ReadResult& read, const StreamHealt
   outcome.analysis = pipeline_.finish(read, health);
   outcome.overview = overview_.finish(read.summary, health);
   outcome.collectives = arrivals_->take();
+  outcome.analysis.hang = hang_.finish(outcome.overview.span_end_ns);
+  if (outcome.analysis.hang) extendWindowsToHang(outcome.analysis, *outcome.analysis.hang);
   return outcome;
 }
 
@@ -56,6 +65,11 @@ void RunAnalysis::addProcess(const std::string& file, const ReadResult& read, co
 RunReport RunAnalysis::finish() {
   if (report_.analysis.processes.size() > 1) report_.analysis.rank_waits = attributeRankWaits(collectives_);
   diagnoseReport(report_.analysis);
+  // A hang is said first: what the process was doing when it died matters more than its idle time.
+  for (std::size_t i = 0; i < report_.analysis.processes.size(); ++i) {
+    ProcessAnalysis& p = report_.analysis.processes[i];
+    if (p.hang) p.notes.insert(p.notes.begin(), hangNote(*p.hang, report_.overviews[i].span_start_ns));
+  }
   return std::move(report_);
 }
 

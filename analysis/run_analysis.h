@@ -20,6 +20,7 @@
 #include "analysis/analysis_pipeline.h"
 #include "analysis/analysis_result.h"
 #include "analysis/cross_rank.h"
+#include "analysis/hang.h"
 #include "analysis/recording_overview.h"
 #include "reader/recording_reader.h"
 #include "reader/stream_decoder.h"
@@ -64,6 +65,7 @@ class ProcessAnalyser final : public RecordingVisitor {
   void onHello(const v1::Hello& hello, uint64_t offset) override;
   void onBatch(const DecodedBatch& batch, const StringTable& strings) override;
   void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override;
+  void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override;
 
   ProcessOutcome finish(const ReadResult& read, const StreamHealth& health);
 
@@ -71,6 +73,7 @@ class ProcessAnalyser final : public RecordingVisitor {
   AnalysisPipeline pipeline_;
   CollectiveArrivalStage* arrivals_;  // owned by pipeline_
   RecordingOverviewBuilder overview_;
+  HangTracker hang_;
 };
 
 class RunAnalysis {

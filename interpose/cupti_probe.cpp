@@ -123,12 +123,17 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (d->callbackSite == CUPTI_API_ENTER) {
     if (runtime) ++t_runtime_depth;
     else if (t_runtime_depth > 0) return;
-    *d->correlationData = host_ticks();  // CUPTI keeps it for this call's EXIT
+    uint64_t enter_ticks = host_ticks();
+    *d->correlationData = enter_ticks;  // CUPTI keeps it for this call's EXIT
+    // The outermost call: the one a heartbeat shows if the thread is still inside it later.
+    if (t_runtime_depth <= 1 && !Recorder::on_internal_thread())
+      if (Recorder* recorder = Recorder::active()) recorder->enter_call(enter_ticks, d->functionName, d->correlationId);
     return;
   }
   uint64_t exit_ticks = host_ticks();
   if (runtime) --t_runtime_depth;
   else if (t_runtime_depth > 0) return;
+  if (t_runtime_depth == 0) Recorder::exit_call();
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
   const bool poll = is_poll(domain, cbid);
@@ -170,6 +175,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   e->api_name = d->functionName;
   if (d->functionReturnValue) e->return_code = *static_cast<const int*>(d->functionReturnValue);
   if (runtime) e->call_site = t_call_site;  // set when a preloaded hook is around this call
+  e->symbol_name = d->symbolName;
   recorder->publish();
 }
 

@@ -5,7 +5,9 @@
 //  - LD_PRELOAD: the constructor only points CUDA_INJECTION64_PATH at this library (when unset), so
 //    the driver takes the same path; and the symbol hooks are in place. A process that never
 //    initialises CUDA (a shell, a compiler, a DataLoader worker) gets no thread, no file, no output.
-//  - Exit: an atexit handler flushes CUPTI, writes Goodbye and names the file on stderr.
+//  - Exit: an on_exit handler flushes CUPTI, writes Goodbye with the status the process passed to
+//    exit() (on_exit, unlike atexit, is given it; returning from main is exit() too) and names the
+//    file on stderr.
 //  - fork: the child records nothing (its parent's threads and locks are not there).
 #include <dlfcn.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "cupti_probe.h"
+#include "hook_reach.h"
 #include "host_clock.h"
 #include "recorder.h"
 #include "settings.h"
@@ -42,14 +45,25 @@ std::string own_path() {
   return "";
 }
 
-// Whether the process resolves `name` to this library's definition (its hooks are in place).
-bool hook_in_place(const char* name, void* ours) { return ours && dlsym(RTLD_DEFAULT, name) == ours; }
+// What the symbol hooks record when CUPTI cannot be had, in words for the stderr line.
+std::string recorded_without_cupti(const HookReach& cudart, const HookReach& nccl) {
+  std::string text;
+  if (cudart.live) {
+    text = "host-side runtime calls only (no device timestamps)";
+    if (!cudart.behind.empty()) text += ", those " + cudart.behind + " passes on (it defines them ahead of gapwatch)";
+    if (!nccl.live) text += "; no NCCL calls";
+    return text;
+  }
+  if (nccl.live) return "nothing but NCCL calls (preload libgapwatch.so to hook the runtime)";
+  return "nothing (preload libgapwatch.so to hook the runtime and NCCL)";
+}
 
-void on_exit() {
+void on_process_exit(int status, void*) {
   Recorder* recorder = Recorder::active();
   if (!recorder || recorder->pid() != uint32_t(getpid())) return;
   cupti_flush();
-  recorder->finish(wire::ExitReason::kNormal);
+  int seen_by_parent = status & 0xff;  // what wait() and the shell see: exit(-1) is 255
+  recorder->finish(wire::ExitReason::kNormal, &seen_by_parent);
 }
 
 void on_fork_child() {
@@ -73,13 +87,11 @@ void ensure_started() {
   else cupti = cupti_attach(settings);
 
   std::vector<uint32_t> probes;
-  void* self = dlopen(own_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-  bool cudart_hooked = self && hook_in_place("cudaLaunchKernel", dlsym(self, "cudaLaunchKernel"));
-  bool nccl_hooked = self && hook_in_place("ncclAllReduce", dlsym(self, "ncclAllReduce"));
-  if (self) dlclose(self);
+  const HookReach cudart = hook_reach("cudaLaunchKernel");
+  const HookReach nccl = hook_reach("ncclAllReduce");
   if (cupti.ok) probes = {probe::kCuptiRuntimeCallbacks, probe::kCuptiDriverCallbacks, probe::kCuptiActivity};
-  else if (cudart_hooked) probes = {probe::kCudartHooks};
-  if (nccl_hooked) probes.push_back(probe::kNcclHooks);
+  else if (cudart.live) probes = {probe::kCudartHooks};
+  if (nccl.live) probes.push_back(probe::kNcclHooks);
 
   Recorder* recorder = Recorder::start(settings, probes, cupti.version, cupti.ok ? "" : cupti.why_not);
   if (recorder) {
@@ -88,10 +100,9 @@ void ensure_started() {
     } else {
       g_symbol_mode.store(true, std::memory_order_release);
       log_line(settings, LogLevel::kWarn, "%s; recording %s", cupti.why_not.c_str(),
-               cudart_hooked ? "host-side runtime calls only (no device timestamps)"
-                             : "nothing but NCCL calls (preload libgapwatch.so to hook the runtime)");
+               recorded_without_cupti(cudart, nccl).c_str());
     }
-    atexit(on_exit);
+    on_exit(on_process_exit, nullptr);
   }
   g_start_attempted.store(true, std::memory_order_release);
 }

@@ -55,10 +55,38 @@ class EventRing {
   }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  // Set by the producer when it claims the ring; cleared by the flusher when it recycles it.
+  // Consumer side, once the owner is gone (no producer): the next owner starts from no drops.
+  void forget_drops() { dropped_.store(0, std::memory_order_relaxed); }
+
+  // Who may write the ring: nobody (free, to be claimed), its thread, or nobody any more (the
+  // thread exited: the flusher drains it, then frees it for the next thread).
+  enum State : uint32_t { kFree, kOwned, kGone };
+  std::atomic<uint32_t> state{kFree};
+  // Set by the producer when it claims the ring, before its first publish(); cleared by the
+  // flusher when it frees the ring.
   std::atomic<uint32_t> owner_tid{0};
-  std::atomic<bool> owner_gone{false};  // the thread exited: drain, then recycle
-  bool registered = false;              // in the recorder's list (flusher and claimer only)
+
+  // The outermost CUDA call the owner is inside, for the flusher's heartbeat: a program killed
+  // while blocked leaves no record of the call otherwise. The owner writes the name and id, then
+  // the entry time (release); at the call's exit it clears the time. The flusher reads the time,
+  // the fields, and the time again: the same non-zero time both times, and the fields are that
+  // call's (host ticks only grow, so a later call cannot look like this one).
+  void enter_call(uint64_t start_ticks, const char* name, uint64_t correlation) {
+    call_name_.store(name, std::memory_order_relaxed);
+    call_correlation_.store(correlation, std::memory_order_relaxed);
+    call_start_.store(start_ticks, std::memory_order_release);
+  }
+  void exit_call() { call_start_.store(0, std::memory_order_relaxed); }
+  // Consumer side: the call in progress, or false when none (or it changed while being read).
+  bool call_in_progress(uint64_t* start_ticks, const char** name, uint64_t* correlation) const {
+    uint64_t start = call_start_.load(std::memory_order_acquire);
+    if (!start) return false;
+    *name = call_name_.load(std::memory_order_relaxed);
+    *correlation = call_correlation_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    *start_ticks = start;
+    return call_start_.load(std::memory_order_relaxed) == start;
+  }
 
  private:
   RawEvent* slots_;
@@ -66,6 +94,9 @@ class EventRing {
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) std::atomic<uint64_t> dropped_{0};
+  alignas(64) std::atomic<uint64_t> call_start_{0};
+  std::atomic<const char*> call_name_{nullptr};
+  std::atomic<uint64_t> call_correlation_{0};
 };
 
 }  // namespace gapwatch

@@ -39,7 +39,7 @@ void drop_counter(ProtoWriter& w, const DropCount& d) {
 template <wire::Field Body>
 void FrameEncoder::frame(std::string& out) {
   static_assert(Body.number == wire::Frame::kHello || Body.number == wire::Frame::kBatch ||
-                    Body.number == wire::Frame::kGoodbye,
+                    Body.number == wire::Frame::kGoodbye || Body.number == wire::Frame::kHeartbeat,
                 "a frame body is one of Frame's oneof members");
   message_.clear();
   ProtoWriter(message_).bytes<Body>(body_);
@@ -160,6 +160,7 @@ void FrameEncoder::goodbye(const GoodbyeInfo& g, std::string& out) {
   ProtoWriter w(body_);
   w.u64<goodbye::kEndTimeNsField>(g.end_time_ns);
   w.u64<goodbye::kExitReasonField>(g.exit_reason);
+  if (g.has_exit_status) w.optional_i64<goodbye::kExitStatusField>(g.exit_status);
   w.u64<goodbye::kBatchesField>(g.batches);
   w.u64<goodbye::kApiCallsField>(g.api_calls);
   w.u64<goodbye::kActivitiesField>(g.activities);
@@ -168,6 +169,30 @@ void FrameEncoder::goodbye(const GoodbyeInfo& g, std::string& out) {
   w.u64<goodbye::kCuptiRecordsDroppedField>(g.cupti_records_dropped);
   for (const auto& d : g.drops) w.message<goodbye::kDropsField>(item_, [&](ProtoWriter& m) { drop_counter(m, d); });
   frame<wire::Frame::kGoodbyeField>(out);
+}
+
+void FrameEncoder::heartbeat(const HeartbeatInfo& h, std::string& out) {
+  namespace heartbeat = wire::Heartbeat;
+  namespace call = wire::CallInProgress;
+  namespace launch = wire::UnfinishedLaunch;
+  body_.clear();
+  ProtoWriter w(body_);
+  w.u64<heartbeat::kTimeNsField>(h.time_ns);
+  for (const auto& c : h.calls)
+    w.message<heartbeat::kCallsField>(item_, [&](ProtoWriter& m) {
+      m.u64<call::kThreadIdField>(c.thread_id);
+      m.u64<call::kStartNsField>(c.start_ns);
+      m.u64<call::kCorrelationIdField>(c.correlation_id);
+      m.string<call::kApiNameField>(c.api_name ? c.api_name : "");
+    });
+  for (const auto& u : h.unfinished)
+    w.message<heartbeat::kUnfinishedField>(item_, [&](ProtoWriter& m) {
+      m.u64<launch::kCorrelationIdField>(u.correlation_id);
+      m.u64<launch::kLaunchNsField>(u.launch_ns);
+      m.string<launch::kKernelNameField>(u.kernel_name ? u.kernel_name : "");
+      m.u64<launch::kThreadIdField>(u.thread_id);
+    });
+  frame<wire::Frame::kHeartbeatField>(out);
 }
 
 }  // namespace gapwatch

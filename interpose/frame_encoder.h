@@ -42,9 +42,31 @@ struct DropCount {
 struct GoodbyeInfo {
   uint64_t end_time_ns = 0;
   uint32_t exit_reason = wire::ExitReason::kNormal;
+  bool has_exit_status = false;  // written only when known: absent reads as "unknown"
+  int32_t exit_status = 0;
   uint64_t batches = 0, api_calls = 0, activities = 0, nccl_calls = 0;
   uint64_t events_dropped = 0, cupti_records_dropped = 0;
   std::vector<DropCount> drops;
+};
+
+// Heartbeat: the process is alive, and what it is waiting in (gapwatch.v1.Heartbeat). The names
+// are strings with static storage (API names) or CUPTI's kernel names; nullptr = not known.
+struct CallInProgressFields {
+  uint32_t thread_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t correlation_id = 0;
+  const char* api_name = nullptr;
+};
+struct UnfinishedLaunchFields {
+  uint64_t correlation_id = 0;
+  uint64_t launch_ns = 0;
+  const char* kernel_name = nullptr;
+  uint32_t thread_id = 0;
+};
+struct HeartbeatInfo {
+  uint64_t time_ns = 0;
+  std::vector<CallInProgressFields> calls;
+  std::vector<UnfinishedLaunchFields> unfinished;
 };
 
 // The events of a batch as the schema has them (gapwatch.v1.ApiCall, DeviceActivity, NcclCall),
@@ -120,6 +142,7 @@ class FrameEncoder {
   void hello(const HelloInfo& info, std::string& out);
   void batch(const BatchContent& batch, std::string& out);
   void goodbye(const GoodbyeInfo& info, std::string& out);
+  void heartbeat(const HeartbeatInfo& info, std::string& out);
 
  private:
   template <wire::Field Body>

@@ -38,6 +38,9 @@ struct ApiCallRecord {
   int32_t return_code;
   const char* api_name;   // a string with static storage (CUPTI's functionName, a hook's literal)
   const void* call_site;  // the return address in the caller of the hooked runtime function
+  // Launches: the kernel's name as CUPTI's callback gives it (symbolName), else nullptr. Read by
+  // the flusher only while the launch has no device record, for the heartbeat.
+  const char* symbol_name;
 };
 
 // One NCCL host call, from a symbol hook.

@@ -4,11 +4,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <new>
 #include <unordered_map>
 
 #include "call_site.h"
@@ -29,8 +32,12 @@ constexpr uint32_t kDropSourceTransport = wire::DropSource::kTransport;
 
 pthread_key_t g_ring_key;
 
-// Runs when a thread that claimed a ring exits: the flusher drains the ring, then recycles it.
-void on_thread_exit(void* ring) { static_cast<EventRing*>(ring)->owner_gone.store(true, std::memory_order_release); }
+// Runs when a thread that claimed a ring exits: the flusher drains the ring, then frees it. A CUDA
+// call from a later destructor of the thread claims a ring anew rather than write into this one.
+void on_thread_exit(void* ring) {
+  Recorder::forget_thread_ring();
+  static_cast<EventRing*>(ring)->state.store(EventRing::kGone, std::memory_order_release);
+}
 
 // GAPWATCH_OUTPUT: a file name, where %p becomes the pid and %r the rank (so every rank of a
 // torchrun job can share one setting), or a directory (ending in '/' or existing) that gets the
@@ -102,39 +109,62 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
 
 void Recorder::mark_internal_thread() { t_internal_ = true; }
 
-EventRing* Recorder::new_ring() {
-  // Value-initialised, so every page is touched here on the flusher: an untouched page would fault
-  // inside a user's CUPTI callback once every 4 KiB of events (a 2-7 us stall on the hot path).
-  auto* slots = new RawEvent[ring_capacity_]();
-  return new EventRing(slots, ring_capacity_);
+EventRing* Recorder::map_ring(uint32_t state) {
+  // Slots after the ring's own fields, 64-byte aligned. MAP_POPULATE faults every page in now: an
+  // untouched page would fault inside a user's CUPTI callback once every 4 KiB of events (a 2-7 us
+  // stall on the hot path); anonymous pages are zero, which is what a fresh slot is.
+  const size_t header = (sizeof(EventRing) + 63) & ~size_t(63);
+  const size_t bytes = header + ring_capacity_ * sizeof(RawEvent);
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (memory == MAP_FAILED) return nullptr;
+  size_t index = ring_count_.fetch_add(1, std::memory_order_acq_rel);
+  if (index >= kMaxRings) {
+    ring_count_.fetch_sub(1, std::memory_order_acq_rel);
+    munmap(memory, bytes);
+    return nullptr;
+  }
+  auto* ring = new (memory) EventRing(reinterpret_cast<RawEvent*>(static_cast<char*>(memory) + header), ring_capacity_);
+  ring->state.store(state, std::memory_order_relaxed);
+  rings_[index].store(ring, std::memory_order_release);  // publishes the ring and its state
+  return ring;
 }
 
 void Recorder::top_up_spares() {
-  for (auto& spare : spares_)
-    if (!spare.load(std::memory_order_relaxed)) spare.store(new_ring(), std::memory_order_release);
+  size_t free_rings = 0;
+  size_t n = std::min(ring_count_.load(std::memory_order_acquire), kMaxRings);
+  for (size_t i = 0; i < n && free_rings < kSpares; ++i)
+    if (EventRing* ring = rings_[i].load(std::memory_order_acquire))
+      free_rings += ring->state.load(std::memory_order_relaxed) == EventRing::kFree;
+  for (; free_rings < kSpares; ++free_rings)
+    if (!map_ring(EventRing::kFree)) break;
 }
+
+EventRing* Recorder::take_free_ring() {
+  size_t n = std::min(ring_count_.load(std::memory_order_acquire), kMaxRings);
+  for (size_t i = 0; i < n; ++i) {
+    EventRing* ring = rings_[i].load(std::memory_order_acquire);
+    uint32_t expected = EventRing::kFree;
+    if (ring && ring->state.load(std::memory_order_relaxed) == expected &&
+        ring->state.compare_exchange_strong(expected, EventRing::kOwned, std::memory_order_acq_rel))
+      return ring;
+  }
+  return nullptr;
+}
+
+void Recorder::forget_thread_ring() { t_ring_ = nullptr; }
 
 EventRing* Recorder::claim_ring() {
   if (t_internal_) return nullptr;
-  EventRing* ring = nullptr;
-  for (auto& spare : spares_)
-    if ((ring = spare.exchange(nullptr, std::memory_order_acq_rel))) break;
+  // Once per thread: a free ring or a ring of its own (a pool of threads may start all at once,
+  // faster than the flusher could keep rings ready), its id (a system call), its exit notification.
+  EventRing* ring = take_free_ring();
+  if (!ring) ring = map_ring(EventRing::kOwned);
   if (!ring) {
-    // More new threads at once than spares: this event is lost (counted); the flusher tops up.
+    // Out of memory, or kMaxRings threads alive at once: this event is lost (counted).
     no_ring_drops_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  // Once per thread: its id (a system call) and its exit notification.
   ring->owner_tid.store(uint32_t(syscall(SYS_gettid)), std::memory_order_relaxed);
-  if (!ring->registered) {
-    size_t index = ring_count_.fetch_add(1, std::memory_order_acq_rel);
-    if (index >= kMaxRings) {
-      no_ring_drops_.fetch_add(1, std::memory_order_relaxed);
-      return nullptr;
-    }
-    ring->registered = true;
-    rings_[index].store(ring, std::memory_order_release);
-  }
   pthread_setspecific(g_ring_key, ring);
   t_ring_ = ring;
   return ring;
@@ -240,27 +270,34 @@ void Recorder::flush_once(bool final) {
   for (size_t i = 0; i < n; ++i) {
     EventRing* ring = rings_[i].load(std::memory_order_acquire);
     if (!ring) continue;
-    bool gone = ring->owner_gone.load(std::memory_order_acquire);
-    // The producer does not write its thread id into every event: the ring knows it.
-    uint32_t tid = ring->owner_tid.load(std::memory_order_relaxed);
+    bool gone = ring->state.load(std::memory_order_acquire) == EventRing::kGone;
+    // The producer does not write its thread id into every event: the ring knows it (read after
+    // the drain's acquire of the events, so a freshly claimed ring's new owner is seen).
+    uint32_t tid = 0;
     ring->drain([&](const RawEvent& e) {
+      if (!tid) tid = ring->owner_tid.load(std::memory_order_relaxed);
       switch (e.header.type) {
-        case EventType::kApiCall: b.api_calls.push_back(translate(e.api, tid)); break;
+        case EventType::kApiCall:
+          b.api_calls.push_back(translate(e.api, tid));
+          track_launch(e.api, b.api_calls.back().start_ns, tid);
+          break;
         case EventType::kNcclCall: b.nccl_calls.push_back(translate(e.nccl, tid, comms)); break;
       }
     });
     uint64_t dropped = ring->dropped();
+    uint32_t owner = ring->owner_tid.load(std::memory_order_relaxed);
     if (dropped != ring_drops_sent_[i]) {
-      b.drops.push_back({kDropSourceThreadRing, ring->owner_tid.load(std::memory_order_relaxed), dropped});
+      b.drops.push_back({kDropSourceThreadRing, owner, dropped});
       ring_drops_sent_[i] = dropped;
     }
     if (gone && !final) {
-      // Drained after its thread exited: back to the spares if there is room, for the next thread.
-      ring->owner_gone.store(false, std::memory_order_relaxed);
-      for (auto& spare : spares_) {
-        EventRing* expected = nullptr;
-        if (spare.compare_exchange_strong(expected, ring, std::memory_order_acq_rel)) break;
-      }
+      // Drained after its thread exited: free for the next thread, its drops kept for Goodbye.
+      if (dropped) retired_drops_.push_back({kDropSourceThreadRing, owner, dropped});
+      ring->forget_drops();
+      ring->exit_call();  // a thread cancelled inside a call left it set
+      ring_drops_sent_[i] = 0;
+      ring->owner_tid.store(0, std::memory_order_relaxed);
+      ring->state.store(EventRing::kFree, std::memory_order_release);
     }
   }
   {
@@ -268,6 +305,7 @@ void Recorder::flush_once(bool final) {
     b.activities.swap(activities_);
     activities_.clear();
   }
+  track_activities(b.activities);
   strings_.take_new(&b.strings);
   uint64_t cupti_dropped = cupti_dropped_.load(std::memory_order_relaxed);
   if (cupti_dropped != cupti_dropped_sent_) {
@@ -277,6 +315,7 @@ void Recorder::flush_once(bool final) {
   if (uint64_t lost = no_ring_drops_.load(std::memory_order_relaxed)) b.drops.push_back({kDropSourceThreadRing, 0, lost});
   if (undelivered_) b.drops.push_back({kDropSourceTransport, 0, undelivered_});
   size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size();
+  if (!final) maybe_heartbeat();
   if (events == 0 && b.strings.empty() && b.drops.empty()) return;
   b.sequence = sequence_;
   frame_.clear();
@@ -291,7 +330,68 @@ void Recorder::flush_once(bool final) {
   }
 }
 
-void Recorder::finish(uint32_t exit_reason) {
+void Recorder::track_launch(const ApiCallRecord& r, uint64_t start_ns, uint32_t tid) {
+  if ((r.kind != wire::ApiKind::kLaunch && r.kind != wire::ApiKind::kGraphLaunch) || !r.correlation ||
+      r.return_code != 0)
+    return;
+  LaunchSlot& slot = launch_slots_[r.correlation & (kLaunchSlots - 1)];
+  if (slot.correlation == r.correlation && slot.finished) slot = LaunchSlot{};
+  else slot = LaunchSlot{r.correlation, start_ns, r.symbol_name, tid, false};
+}
+
+void Recorder::track_activities(const std::vector<DeviceActivityFields>& activities) {
+  for (const DeviceActivityFields& a : activities) {
+    if (a.kind != wire::ActivityKind::kKernel || !a.correlation_id) continue;
+    LaunchSlot& slot = launch_slots_[a.correlation_id & (kLaunchSlots - 1)];
+    // Every kernel of a graph launch shares its id: the first one frees the slot, the others mark
+    // it finished, which no later launch of that id can mistake.
+    if (slot.correlation == a.correlation_id && !slot.finished) slot = LaunchSlot{};
+    else slot = LaunchSlot{a.correlation_id, 0, nullptr, 0, true};
+  }
+}
+
+void Recorder::maybe_heartbeat() {
+  constexpr uint64_t kFlushPeriodNs = std::chrono::nanoseconds(kFlushPeriod).count();
+  constexpr uint64_t kQuietPeriodNs = 1000000000;  // the end time of a killed process, to a second
+  constexpr size_t kMaxUnfinished = 4;
+  const uint64_t now = monotonic_ns();
+  HeartbeatInfo& h = heartbeat_;
+  h.calls.clear();
+  h.unfinished.clear();
+  uint64_t digest = 0;
+  size_t n = std::min(ring_count_.load(std::memory_order_acquire), kMaxRings);
+  for (size_t i = 0; i < n; ++i) {
+    EventRing* ring = rings_[i].load(std::memory_order_acquire);
+    uint64_t start_ticks, correlation;
+    const char* name;
+    if (!ring || ring->state.load(std::memory_order_acquire) != EventRing::kOwned ||
+        !ring->call_in_progress(&start_ticks, &name, &correlation))
+      continue;
+    uint64_t start_ns = ticks_.to_ns(start_ticks);
+    if (start_ns + kFlushPeriodNs > now) continue;  // an ordinary call, not a wait worth showing
+    uint32_t tid = ring->owner_tid.load(std::memory_order_relaxed);
+    h.calls.push_back({tid, start_ns, correlation, name});
+    digest = digest * 1000003 + start_ticks + tid;
+  }
+  const bool new_wait = !h.calls.empty() && digest != last_heartbeat_calls_;
+  if (!new_wait && now < last_heartbeat_ns_ + kQuietPeriodNs) return;
+  for (const LaunchSlot& launch : launch_slots_) {
+    if (!launch.correlation || launch.finished || launch.launch_ns + kFlushPeriodNs > now) continue;
+    h.unfinished.push_back({launch.correlation, launch.launch_ns, launch.kernel_name, launch.tid});
+  }
+  // The oldest first: the work everything later waits behind.
+  std::sort(h.unfinished.begin(), h.unfinished.end(),
+            [](const UnfinishedLaunchFields& a, const UnfinishedLaunchFields& b) { return a.launch_ns < b.launch_ns; });
+  if (h.unfinished.size() > kMaxUnfinished) h.unfinished.resize(kMaxUnfinished);
+  h.time_ns = now;
+  frame_.clear();
+  encoder_.heartbeat(h, frame_);
+  sink_.write(frame_);  // a lost heartbeat costs nothing the next one does not repeat
+  last_heartbeat_ns_ = now;
+  last_heartbeat_calls_ = digest;
+}
+
+void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   if (finished_.exchange(true)) return;
   active_.store(nullptr, std::memory_order_release);  // the hooks stop recording from here on
   {
@@ -304,11 +404,13 @@ void Recorder::finish(uint32_t exit_reason) {
   GoodbyeInfo g;
   g.end_time_ns = monotonic_ns();
   g.exit_reason = exit_reason;
+  if (exit_status) g.has_exit_status = true, g.exit_status = *exit_status;
   g.batches = sequence_;
   g.api_calls = api_calls_sent_;
   g.activities = activities_sent_;
   g.nccl_calls = nccl_calls_sent_;
   uint64_t ring_drops = no_ring_drops_.load();
+  for (const DropCount& d : retired_drops_) ring_drops += d.dropped, g.drops.push_back(d);
   size_t n = std::min(ring_count_.load(), kMaxRings);
   for (size_t i = 0; i < n; ++i)
     if (EventRing* ring = rings_[i].load()) {

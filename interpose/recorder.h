@@ -3,13 +3,16 @@
 // Threads and ownership:
 //  - user threads (CUPTI callbacks, symbol hooks) call reserve_api_call() or reserve_nccl_call(),
 //    fill the record (raw_event.h) and publish() it: the event goes into the thread's own ring,
-//    host times in host_clock.h ticks. A thread's first event claims a ring the flusher allocated
-//    in advance (and reads the thread id, once); after that: no allocation, no lock, no system
-//    call. The flusher translates each record into the schema's fields (frame_encoder.h).
+//    host times in host_clock.h ticks. A thread's first event claims a free ring (one the flusher
+//    mapped in advance, or one a thread that exited left behind, drained) or, when none is free,
+//    maps one itself: once per thread, like reading its thread id. After that: no allocation, no
+//    lock, no system call. The flusher translates each record into the schema's fields
+//    (frame_encoder.h).
 //  - CUPTI's buffer thread calls add_activities() and interns kernel names (both take a mutex).
 //  - the flusher thread drains the rings and the activity queue every kFlushPeriod, encodes one
-//    batch frame and writes it; it also tops up the spare rings.
-//  - the exit path (atexit, or a context being destroyed) calls finish() once.
+//    batch frame and writes it; it frees the rings of exited threads once drained and keeps a few
+//    free rings ready.
+//  - the exit path (on_exit, or a context being destroyed) calls finish() once.
 // Lock order: activity_mu_ and the interner's mutex are never held together.
 #pragma once
 
@@ -47,6 +50,17 @@ class Recorder {
   ApiCallRecord* reserve_api_call() { return reserve_record(&RawEvent::api, EventType::kApiCall); }
   NcclCallRecord* reserve_nccl_call() { return reserve_record(&RawEvent::nccl, EventType::kNcclCall); }
   void publish() { t_ring_->publish(); }
+  // Hot path, at the entry and exit of the outermost recorded call of a thread: what the flusher's
+  // heartbeat reports as the call in progress (event_ring.h). A few stores; the entry claims the
+  // thread's ring if it has none yet.
+  void enter_call(uint64_t start_ticks, const char* name, uint64_t correlation) {
+    EventRing* ring = t_ring_;
+    if (__builtin_expect(ring == nullptr, 0)) ring = claim_ring();
+    if (ring) ring->enter_call(start_ticks, name, correlation);
+  }
+  static void exit_call() {
+    if (EventRing* ring = t_ring_) ring->exit_call();
+  }
 
   // CUPTI's buffer thread: decoded device activities.
   void add_activities(const DeviceActivityFields* events, size_t count);
@@ -56,7 +70,8 @@ class Recorder {
   void note_nccl_comm(uint64_t comm, int32_t rank, int32_t nranks);
 
   // Flushes what is left, writes Goodbye, closes, says where the recording is. Once.
-  void finish(uint32_t exit_reason);
+  // `exit_status`: what the process passed to exit(), or nullptr when not known.
+  void finish(uint32_t exit_reason, const int* exit_status = nullptr);
   // In a forked child: forget everything without touching threads or locks (they are the parent's).
   void abandon_in_child() { active_.store(nullptr, std::memory_order_release); }
 
@@ -66,6 +81,8 @@ class Recorder {
   // Marks the calling thread as the library's own: its events are never recorded.
   static void mark_internal_thread();
   static bool on_internal_thread() { return t_internal_; }
+  // At thread exit: the calling thread no longer writes into the ring it had.
+  static void forget_thread_ring();
 
  private:
   struct Comm {
@@ -100,23 +117,32 @@ class Recorder {
   NcclCallFields translate(const NcclCallRecord& r, uint32_t tid, std::vector<Comm>& comms);
   void flusher_main();
   void flush_once(bool final);
+  // Launches without a device record yet, from the drained records (flusher only).
+  void track_launch(const ApiCallRecord& r, uint64_t start_ns, uint32_t tid);
+  void track_activities(const std::vector<DeviceActivityFields>& activities);
+  // Writes a Heartbeat when it is due: a call in progress for longer than a flush period that the
+  // last heartbeat did not show, or a second since the last one.
+  void maybe_heartbeat();
   void top_up_spares();
-  EventRing* new_ring();
+  // A zeroed, pre-faulted ring from mmap (not malloc: a user thread may call it), registered in
+  // rings_ in `state`; nullptr when the registry is full or the memory cannot be had.
+  EventRing* map_ring(uint32_t state);
+  EventRing* take_free_ring();
 
   static std::atomic<Recorder*> active_;
   static thread_local EventRing* t_ring_ __attribute__((tls_model("initial-exec")));
   static thread_local bool t_internal_ __attribute__((tls_model("initial-exec")));
 
-  static constexpr size_t kMaxRings = 1024;
-  static constexpr size_t kSpares = 8;
+  // Rings are reused after their thread exits, so this bounds the threads alive at once.
+  static constexpr size_t kMaxRings = 16384;
+  static constexpr size_t kSpares = 8;  // free rings the flusher keeps ready
 
   Settings settings_;
   uint32_t pid_;
   size_t ring_capacity_;
-  std::atomic<EventRing*> spares_[kSpares] = {};
   std::atomic<EventRing*> rings_[kMaxRings] = {};
   std::atomic<size_t> ring_count_{0};
-  std::atomic<uint64_t> no_ring_drops_{0};  // events of threads that found no spare ring
+  std::atomic<uint64_t> no_ring_drops_{0};  // events of threads that could get no ring at all
 
   std::mutex activity_mu_;
   std::vector<DeviceActivityFields> activities_;
@@ -140,9 +166,27 @@ class Recorder {
   uint64_t api_calls_sent_ = 0, activities_sent_ = 0, nccl_calls_sent_ = 0;
   uint64_t undelivered_ = 0;  // events the sink could not take
   std::vector<uint64_t> ring_drops_sent_;
+  std::vector<DropCount> retired_drops_;  // final drop totals of threads whose rings were freed
   uint64_t cupti_dropped_sent_ = 0;
   std::atomic<bool> finished_{false};
   TickConverter ticks_;  // host timestamps arrive as ticks (host_clock.h)
+  // Launches whose kernel has no device record yet, direct-mapped by correlation id: a few stores
+  // per launch and per kernel record, no allocation, fixed memory. A slot is overwritten by the
+  // launch kLaunchSlots ids later, so an unfinished launch is remembered for that many calls.
+  // `finished`: the kernel's record came before its launch's record was drained (a kernel that
+  // ended while its launch call was still returning), so that launch is not pending.
+  struct LaunchSlot {
+    uint64_t correlation;  // 0 = empty
+    uint64_t launch_ns;
+    const char* kernel_name;
+    uint32_t tid;
+    bool finished;
+  };
+  static constexpr size_t kLaunchSlots = 4096;  // a power of two
+  LaunchSlot launch_slots_[kLaunchSlots] = {};
+  HeartbeatInfo heartbeat_;
+  uint64_t last_heartbeat_ns_ = 0;
+  uint64_t last_heartbeat_calls_ = 0;  // a digest of the calls the last heartbeat showed
   std::unordered_map<const void*, uint32_t> call_sites_;  // return address -> interned text
 };
 

@@ -492,6 +492,10 @@ std::optional<ReadError> StreamDecoder::onFrame(const v1::Frame& frame, uint64_t
       health_.has_goodbye = true;
       visitor_.onGoodbye(frame.goodbye(), offset);
       return std::nullopt;
+    case v1::Frame::kHeartbeat:
+      if (!health_.has_hello) ++health_.frames_before_hello;
+      visitor_.onHeartbeat(frame.heartbeat(), offset);
+      return std::nullopt;
     case v1::Frame::BODY_NOT_SET:
       break;  // the frame decoder skips these; nothing to do
   }

@@ -45,6 +45,8 @@ class RecordingVisitor {
   // matter, since a thread name may be redefined by a later batch.
   virtual void onBatch(const DecodedBatch& /*batch*/, const StringTable& /*strings*/) {}
   virtual void onGoodbye(const v1::Goodbye& /*goodbye*/, uint64_t /*offset*/) {}
+  // The recorder's sign of life while the process ran, with the calls it was inside then.
+  virtual void onHeartbeat(const v1::Heartbeat& /*heartbeat*/, uint64_t /*offset*/) {}
 };
 
 // How well-formed the stream was: the things a report mentions besides the events.

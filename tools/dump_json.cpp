@@ -151,7 +151,7 @@ void JsonDumpPrinter::onGoodbye(const v1::Goodbye& g, uint64_t offset) {
          {"offset", offset},
          {"end_time_ns", g.end_time_ns()},
          {"exit_reason", enumLabel(g.exit_reason())},
-         {"exit_status", g.exit_status()},
+         {"exit_status", g.has_exit_status() ? json(g.exit_status()) : json(nullptr)},
          {"signal", g.signal()},
          {"batches", g.batches()},
          {"api_calls", g.api_calls()},
@@ -161,6 +161,22 @@ void JsonDumpPrinter::onGoodbye(const v1::Goodbye& g, uint64_t offset) {
          {"events_dropped", g.events_dropped()},
          {"cupti_records_dropped", g.cupti_records_dropped()},
          {"drops", drops}});
+}
+
+void JsonDumpPrinter::onHeartbeat(const v1::Heartbeat& h, uint64_t offset) {
+  json calls = json::array();
+  for (const v1::CallInProgress& c : h.calls())
+    calls.push_back({{"thread_id", c.thread_id()},
+                     {"start_ns", c.start_ns()},
+                     {"correlation_id", c.correlation_id()},
+                     {"api_name", c.api_name()}});
+  json unfinished = json::array();
+  for (const v1::UnfinishedLaunch& u : h.unfinished())
+    unfinished.push_back({{"correlation_id", u.correlation_id()},
+                          {"launch_ns", u.launch_ns()},
+                          {"kernel_name", u.kernel_name()},
+                          {"thread_id", u.thread_id()}});
+  print({{"type", "heartbeat"}, {"offset", offset}, {"time_ns", h.time_ns()}, {"calls", calls}, {"unfinished", unfinished}});
 }
 
 void JsonDumpPrinter::printEnd(const ReadSummary& summary, const StreamHealth& health) {

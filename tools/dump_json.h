@@ -23,6 +23,7 @@ class JsonDumpPrinter final : public RecordingVisitor {
   void onHello(const v1::Hello& hello, uint64_t offset) override;
   void onBatch(const DecodedBatch& batch, const StringTable& strings) override;
   void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override;
+  void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override;
 
   // The closing "end" object: how the read went (frames, skipped frames, truncation).
   void printEnd(const ReadSummary& summary, const StreamHealth& health);

@@ -167,10 +167,21 @@ void TextDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
   }
 }
 
+void TextDumpPrinter::onHeartbeat(const v1::Heartbeat& h, uint64_t offset) {
+  std::ostream& out = startLine(h.time_ns(), "heartbeat");
+  out << "calls=" << h.calls_size() << " unfinished=" << h.unfinished_size() << " offset=" << offset << '\n';
+  for (const v1::CallInProgress& c : h.calls())
+    startLine(c.start_ns(), "  in_call") << printable(c.api_name()) << " thread=" << c.thread_id()
+                                         << " correlation=" << c.correlation_id() << '\n';
+  for (const v1::UnfinishedLaunch& u : h.unfinished())
+    startLine(u.launch_ns(), "  unfinished") << printable(u.kernel_name()) << " thread=" << u.thread_id()
+                                             << " correlation=" << u.correlation_id() << '\n';
+}
+
 void TextDumpPrinter::onGoodbye(const v1::Goodbye& g, uint64_t offset) {
   std::ostream& out = g.end_time_ns() != 0 ? startLine(g.end_time_ns(), "goodbye")
                                            : startLine("goodbye");
-  out << "exit=" << enumLabel(g.exit_reason()) << numberField("status", g.exit_status())
+  out << "exit=" << enumLabel(g.exit_reason()) << (g.has_exit_status() ? " status=" + std::to_string(g.exit_status()) : std::string())
       << numberField("signal", g.signal()) << " batches=" << g.batches()
       << " api_calls=" << g.api_calls() << " activities=" << g.activities()
       << " nccl_calls=" << g.nccl_calls() << " markers=" << g.markers()

@@ -20,6 +20,7 @@ class TextDumpPrinter final : public RecordingVisitor {
   void onHello(const v1::Hello& hello, uint64_t offset) override;
   void onBatch(const DecodedBatch& batch, const StringTable& strings) override;
   void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override;
+  void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override;
 
  private:
   std::ostream& startLine(const char* type);

@@ -211,7 +211,7 @@ def scan_gwt(path):
                     head_hex=buf[:16].hex())
     info["format_version"] = int.from_bytes(buf[8:12], "little")
     pos, end = 12, len(buf)
-    counts = {"hello": 0, "batch": 0, "goodbye": 0, "other": 0}
+    counts = {"hello": 0, "batch": 0, "goodbye": 0, "heartbeat": 0, "other": 0}
     mv = memoryview(buf)
     try:
         while pos < end:
@@ -239,6 +239,8 @@ def scan_gwt(path):
                 elif field == 3:
                     counts["goodbye"] += 1
                     info["goodbye"] = scan_goodbye(mv, val[0], val[1])
+                elif field == 4:
+                    counts["heartbeat"] += 1
                 else:
                     counts["other"] += 1
             pos = body + n

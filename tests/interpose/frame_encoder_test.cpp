@@ -261,6 +261,51 @@ TEST_CASE("Hello and Goodbye carry what the recorder knows", "[encoder]") {
   CHECK(bye.goodbye().drops(0).id() == 77);
 }
 
+TEST_CASE("Goodbye carries an exit status only when it is known, 0 included", "[encoder]") {
+  gapwatch::FrameEncoder encoder;
+  gapwatch::GoodbyeInfo unknown, zero, three;
+  zero.has_exit_status = true;
+  three.has_exit_status = true;
+  three.exit_status = 3;
+  std::string out;
+  encoder.goodbye(unknown, out);
+  encoder.goodbye(zero, out);
+  encoder.goodbye(three, out);
+  size_t pos = 0;
+  auto a = parse_frame(out, &pos), b = parse_frame(out, &pos), c = parse_frame(out, &pos);
+  CHECK(!a.goodbye().has_exit_status());
+  CHECK(b.goodbye().has_exit_status());
+  CHECK(b.goodbye().exit_status() == 0);
+  CHECK(c.goodbye().exit_status() == 3);
+}
+
+TEST_CASE("Heartbeat carries the calls in progress and the unfinished launches", "[encoder]") {
+  gapwatch::FrameEncoder encoder;
+  gapwatch::HeartbeatInfo h;
+  h.time_ns = 5000000000;
+  h.calls = {{4242, 1000000000, 17, "cudaDeviceSynchronize"}, {4243, 2000000000, 0, nullptr}};
+  h.unfinished = {{16, 900000000, "_Z11endlessworkv", 4242}};
+  std::string out;
+  encoder.heartbeat(h, out);
+  size_t pos = 0;
+  auto frame = parse_frame(out, &pos);
+  REQUIRE(frame.has_heartbeat());
+  const auto& pb = frame.heartbeat();
+  CHECK(pb.time_ns() == 5000000000);
+  REQUIRE(pb.calls_size() == 2);
+  CHECK(pb.calls(0).thread_id() == 4242);
+  CHECK(pb.calls(0).start_ns() == 1000000000);
+  CHECK(pb.calls(0).correlation_id() == 17);
+  CHECK(pb.calls(0).api_name() == "cudaDeviceSynchronize");
+  CHECK(pb.calls(1).api_name().empty());
+  REQUIRE(pb.unfinished_size() == 1);
+  CHECK(pb.unfinished(0).correlation_id() == 16);
+  CHECK(pb.unfinished(0).launch_ns() == 900000000);
+  CHECK(pb.unfinished(0).kernel_name() == "_Z11endlessworkv");
+  CHECK(pb.unfinished(0).thread_id() == 4242);
+  CHECK(pos == out.size());
+}
+
 TEST_CASE("strings that are not UTF-8 are repaired so libprotobuf still reads the frame", "[encoder]") {
   gapwatch::FrameEncoder encoder;
   gapwatch::HelloInfo h;

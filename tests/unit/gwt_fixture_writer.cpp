@@ -111,6 +111,7 @@ v1::Goodbye normalGoodbye(uint64_t end_ns) {
   v1::Goodbye goodbye;
   goodbye.set_end_time_ns(end_ns);
   goodbye.set_exit_reason(v1::EXIT_REASON_NORMAL);
+  goodbye.set_exit_status(0);  // known, as the recorder writes it since it records the status
   goodbye.set_batches(2);
   goodbye.set_events_dropped(3);
   return goodbye;
