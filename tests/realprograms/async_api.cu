@@ -4,7 +4,9 @@
 //
 // gapwatch-env: SIMCUDA_KERNEL_DURATIONS=increment_kernel=20ms
 // gapwatch-expect: api.host_alloc=1 api.malloc=1 api.memset=1 api.memcpy_async=2 api.launch=1
-// gapwatch-expect: api.event_record=2 api.query>=2 api.host_free=1 api.free=1
+// gapwatch-expect: api.event_record=2 api.host_free=1 api.free=1
+// One polling loop of many polls: the recording holds it as one query record with its poll count.
+// gapwatch-expect: api.query=1 report.polling_loops=1 report.polls>=2
 // gapwatch-expect: device.kernel=1 device.memcpy=2 device.memset=1
 // gapwatch-expect: report.launches=1 report.steps=0
 // gapwatch-output: CPU executed

@@ -8,7 +8,11 @@ What the source does is written in the program's header, read here:
   // gapwatch-expect: KEY=N KEY>=N ...   counts; KEY is
       api.<kind>      recorded API calls of that kind (gapwatch dump: api_call.kind)
       device.<kind>   device activities of that kind (kernel, memcpy, memset)
-      report.launches the launches the report counts (events.launches in report --json)
+      report.launches, report.graph_launches, report.captured_calls
+                      the report's launch statistics (launches.* in report --json): kernel and
+                      graph launches, graph launches alone, calls captured into a graph
+      report.polling_loops, report.polls
+                      the query-polling sync type: loops, and the polls they made
       report.steps    the steps the report found (steps.steps)
 Every recording must also report nothing dropped.
 
@@ -75,7 +79,11 @@ def counts_of(recording):
     if report.returncode != 0:
         raise AssertionError("gapwatch report failed on %s: %s" % (recording, report.stderr.strip()))
     process = json.loads(report.stdout)["processes"][0]
-    counts["report.launches"] = process["events"]["launches"]
+    for key in ("launches", "graph_launches", "captured_calls"):
+        counts["report." + key] = process["launches"][key]
+    polling = [t for t in process["sync_points"] if t["type"] == "query_polling"]
+    counts["report.polling_loops"] = sum(t["count"] for t in polling)
+    counts["report.polls"] = sum(t["polls"] for t in polling)
     counts["report.steps"] = process["steps"]["steps"]
     return counts, dropped, process
 

@@ -6,7 +6,8 @@
 // The two launches made during capture are recorded calls that launch nothing by themselves.
 // gapwatch-expect: api.graph_launch=6 api.launch=2 api.memcpy_async=2 api.memset_async=1 api.stream_sync=2
 // gapwatch-expect: device.kernel=12 device.memcpy=12 device.memset=6
-// gapwatch-expect: report.launches=6
+// Captured: 2 launches, 2 async copies, 1 memset, 3 event records, 4 stream waits.
+// gapwatch-expect: report.launches=6 report.graph_launches=6 report.captured_calls=12
 // gapwatch-output: both graphs ran 3 times
 #include <string.h>
 
