@@ -115,6 +115,17 @@ class RealProgramTest(unittest.TestCase):
                     wrong.append("%s: %d, the source does %s%d" % (key, got, "" if op == "=" else ">=", want))
             self.assertFalse(wrong, "%s under %s:\n  %s" % (NAME, mode, "\n  ".join(wrong)))
 
+    def test_loads_the_simulated_libraries_not_the_toolkits(self):
+        # The toolkit's real libcudart and libcuda are in ldconfig's cache on these machines: the
+        # program's RPATH must win, or the test would run nothing it can check.
+        out = subprocess.run(["ldd", PROGRAM], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        loaded = dict(re.findall(r"^\s*(libcuda(?:rt)?\.so\.\d+) => (\S+)", out.stdout, re.M))
+        self.assertIn("libcudart.so.13", loaded, out.stdout)
+        for lib, path in loaded.items():
+            self.assertEqual(os.path.dirname(os.path.realpath(path)), os.path.realpath(gwtest.SIMLIB),
+                             "%s loads %s from %s" % (NAME, lib, path))
+
     def test_runs_to_its_end_without_gapwatch(self):
         self.run_program(None)
 
