@@ -327,8 +327,10 @@ void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
     row(out, "sync") << "no host call waited for the device\n";
     return;
   }
-  row(out, "sync") << plural(count, "host call", "host calls") << " waited for the device, "
-                   << formatDuration(total) << " in all\n";
+  // A sync point whose device had nothing left to do waits for nothing (its blocked time is 0):
+  // say how many there were and how long they waited, not that every one waited.
+  row(out, "sync") << plural(count, "sync point", "sync points") << " (host calls that wait for the device when it is "
+                   << "busy), " << formatDuration(total) << " waiting in all\n";
   out << "  " << padRight("type", 22) << padLeft("count", 9) << padLeft("total", 11) << padLeft("p50", 11)
       << padLeft("p99", 11) << padLeft("idle after", 12) << '\n';
   for (const analysis::SyncTypeStats& s : p.sync_points) {
