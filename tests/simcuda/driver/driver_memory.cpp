@@ -129,19 +129,59 @@ size_t device_memory_in_use() {
 
 }  // namespace simcuda
 
-namespace simcuda::driver {
+namespace simcuda {
 namespace {
 
 constexpr size_t kSmallH2DBytes = 64 * 1024;
 
-const void* as_ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(uintptr_t(p)); }
-
 int64_t transfer_ns(uint64_t bytes, double gbps) { return int64_t(double(bytes) / gbps); }  // GB/s == bytes/ns
 
-uint32_t infer_copy_kind(SimMemKind src, SimMemKind dst) {
-  bool s = src == SIM_MEM_DEVICE, d = dst == SIM_MEM_DEVICE;
-  return s && d ? SIM_COPY_D2D : s ? SIM_COPY_D2H : d ? SIM_COPY_H2D : SIM_COPY_H2H;
+}  // namespace
+
+OpPlan plan_copy(const void* dst, const void* src, size_t bytes, int copy_kind, bool async) {
+  SimMemKind src_kind = memory_kind_of(src), dst_kind = memory_kind_of(dst);
+  uint32_t ck = uint32_t(copy_kind);
+  if (copy_kind < 0) {
+    bool s = src_kind == SIM_MEM_DEVICE || src_kind == SIM_MEM_MANAGED;
+    bool d = dst_kind == SIM_MEM_DEVICE || dst_kind == SIM_MEM_MANAGED;
+    ck = s && d ? SIM_COPY_D2D : s ? SIM_COPY_D2H : d ? SIM_COPY_H2D : SIM_COPY_H2H;
+  }
+  bool pageable = src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE;
+  const SimDeviceConfig& c = config();
+  double gbps = ck == SIM_COPY_D2H ? c.d2h_gbps : ck == SIM_COPY_D2D ? c.d2d_gbps : c.h2d_gbps;
+  if (pageable) gbps /= c.pageable_factor;
+  OpPlan plan;
+  OpRequest& r = plan.request;
+  r.kind = SIM_OP_MEMCPY;
+  r.bytes = bytes;
+  r.copy_kind = ck;
+  r.src_kind = src_kind;
+  r.dst_kind = dst_kind;
+  r.is_async = async;
+  r.duration_ns = transfer_ns(bytes, gbps);
+  plan.blocks = async ? (pageable || ck == SIM_COPY_H2H)
+                      : (ck == SIM_COPY_D2H || ck == SIM_COPY_H2H || (ck == SIM_COPY_H2D && bytes > kSmallH2DBytes));
+  return plan;
 }
+
+OpPlan plan_memset(const void* ptr, size_t bytes, bool async) {
+  OpPlan plan;
+  OpRequest& r = plan.request;
+  r.kind = SIM_OP_MEMSET;
+  r.bytes = bytes;
+  r.dst_kind = memory_kind_of(ptr);
+  r.is_async = async;
+  r.duration_ns = transfer_ns(bytes, config().memset_gbps);
+  plan.blocks = !async && r.dst_kind != SIM_MEM_DEVICE;
+  return plan;
+}
+
+}  // namespace simcuda
+
+namespace simcuda::driver {
+namespace {
+
+const void* as_ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(uintptr_t(p)); }
 
 // One copy: `forced` is the direction the entry point names (cuMemcpyHtoD...), or -1 for
 // cuMemcpy/cuMemcpyAsync, which infer it from the pointers (unified addressing).
@@ -149,36 +189,23 @@ CUresult copy(ApiScope& scope, const void* dst, const void* src, size_t bytes, i
               bool async) {
   if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
   if ((!dst || !src) && bytes) return CUDA_ERROR_INVALID_VALUE;
-  SimMemKind src_kind = memory_kind_of(src), dst_kind = memory_kind_of(dst);
-  uint32_t ck = forced >= 0 ? uint32_t(forced) : infer_copy_kind(src_kind, dst_kind);
-  // A device side named by the entry point must be device memory.
-  if ((ck == SIM_COPY_D2H || ck == SIM_COPY_D2D) && forced >= 0 && src_kind != SIM_MEM_DEVICE)
+  OpPlan plan = plan_copy(dst, src, bytes, forced, async);
+  // A device side named by the entry point must be device (or managed) memory.
+  auto on_device = [](uint32_t kind) { return kind == SIM_MEM_DEVICE || kind == SIM_MEM_MANAGED; };
+  uint32_t ck = plan.request.copy_kind;
+  if (forced >= 0 && (ck == SIM_COPY_D2H || ck == SIM_COPY_D2D) && !on_device(plan.request.src_kind))
     return CUDA_ERROR_INVALID_VALUE;
-  if ((ck == SIM_COPY_H2D || ck == SIM_COPY_D2D) && forced >= 0 && dst_kind != SIM_MEM_DEVICE)
+  if (forced >= 0 && (ck == SIM_COPY_H2D || ck == SIM_COPY_D2D) && !on_device(plan.request.dst_kind))
     return CUDA_ERROR_INVALID_VALUE;
-  bool pageable = src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE;
-  bool blocking = async ? (pageable || ck == SIM_COPY_H2H)
-                        : (ck == SIM_COPY_D2H || ck == SIM_COPY_H2H || (ck == SIM_COPY_H2D && bytes > kSmallH2DBytes));
   Stream* stream = async ? stream_of(handle) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(bytes);
   spend(config().copy_api_ns);
-  const SimDeviceConfig& c = config();
-  double gbps = ck == SIM_COPY_D2H ? c.d2h_gbps : ck == SIM_COPY_D2D ? c.d2d_gbps : c.h2d_gbps;
-  if (pageable) gbps /= c.pageable_factor;
-  OpRequest r;
-  r.kind = SIM_OP_MEMCPY;
-  r.stream = stream;
-  r.bytes = bytes;
-  r.copy_kind = ck;
-  r.src_kind = src_kind;
-  r.dst_kind = dst_kind;
-  r.is_async = async;
-  r.correlation_id = scope.correlation_id();
-  r.duration_ns = transfer_ns(bytes, gbps);
-  int64_t op = enqueue(r);
+  plan.request.stream = stream;
+  plan.request.correlation_id = scope.correlation_id();
+  int64_t op = enqueue(plan.request);
   scope.set_op(op);
-  if (blocking) scope.set_blocked(wait_op(op));
+  if (plan.blocks) scope.set_blocked(wait_op(op));
   return CUDA_SUCCESS;
 }
 
@@ -187,21 +214,16 @@ CUresult memset_op(ApiScope& scope, CUdeviceptr ptr, size_t bytes, CUstream hand
   if (!ptr && bytes) return CUDA_ERROR_INVALID_VALUE;
   SimMemKind target = memory_kind_of(as_ptr(ptr));
   if (target != SIM_MEM_DEVICE && target != SIM_MEM_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  OpPlan plan = plan_memset(as_ptr(ptr), bytes, async);
   Stream* stream = async ? stream_of(handle) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(bytes);
   spend(config().copy_api_ns);
-  OpRequest r;
-  r.kind = SIM_OP_MEMSET;
-  r.stream = stream;
-  r.bytes = bytes;
-  r.dst_kind = target;
-  r.is_async = async;
-  r.correlation_id = scope.correlation_id();
-  r.duration_ns = transfer_ns(bytes, config().memset_gbps);
-  int64_t op = enqueue(r);
+  plan.request.stream = stream;
+  plan.request.correlation_id = scope.correlation_id();
+  int64_t op = enqueue(plan.request);
   scope.set_op(op);
-  if (!async && target != SIM_MEM_DEVICE) scope.set_blocked(wait_op(op));
+  if (plan.blocks) scope.set_blocked(wait_op(op));
   return CUDA_SUCCESS;
 }
 

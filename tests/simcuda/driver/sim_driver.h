@@ -250,4 +250,18 @@ SIMCUDA_EXPORT bool find_memory(const void* ptr, MemoryRange* out);
 SIMCUDA_EXPORT bool overlaps_memory(const void* ptr, size_t size, SimMemKind kind);
 SIMCUDA_EXPORT size_t device_memory_in_use();
 
+// ---- copies and memsets (shared by the runtime and the driver API) --------------------------------
+// The device side of one copy or memset and whether the calling API blocks until it is done, by
+// the "API synchronization behavior" rules both APIs document: a synchronous copy blocks for D2H
+// and H2H, and for H2D above 64 KiB (smaller ones are staged); D2D never blocks; an async copy
+// blocks when a host side is pageable, or for H2H; a synchronous memset blocks unless its target
+// is device memory. `copy_kind` is a SimCopyKind, or -1 to infer it from the pointers (unified
+// addressing, cudaMemcpyDefault / cuMemcpy); managed memory counts as the device's side.
+struct OpPlan {
+  OpRequest request;  // stream and correlation id left for the caller
+  bool blocks = false;
+};
+SIMCUDA_EXPORT OpPlan plan_copy(const void* dst, const void* src, size_t bytes, int copy_kind, bool async);
+SIMCUDA_EXPORT OpPlan plan_memset(const void* ptr, size_t bytes, bool async);
+
 }  // namespace simcuda

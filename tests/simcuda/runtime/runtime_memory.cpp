@@ -91,28 +91,15 @@ bool forget(void* ptr, SimMemKind kind) { return mem_take(ptr, kind, false); }
 
 namespace {
 
-double gbps_for(uint32_t copy_kind) {
-  const SimDeviceConfig& c = config();
-  switch (copy_kind) {
-    case SIM_COPY_H2D: return c.h2d_gbps;
-    case SIM_COPY_D2H: return c.d2h_gbps;
-    case SIM_COPY_D2D: return c.d2d_gbps;
-    default: return c.h2d_gbps;
-  }
-}
-
-int64_t transfer_ns(uint64_t bytes, double gbps) { return int64_t(double(bytes) / gbps); }  // GB/s == bytes/ns
-
-uint32_t copy_kind_of(cudaMemcpyKind kind, SimMemKind src, SimMemKind dst) {
+// The direction a cudaMemcpyKind names, as plan_copy takes it: -1 for cudaMemcpyDefault (inferred
+// from the pointers, as with unified addressing).
+int copy_kind_of(cudaMemcpyKind kind) {
   switch (kind) {
     case cudaMemcpyHostToHost: return SIM_COPY_H2H;
     case cudaMemcpyHostToDevice: return SIM_COPY_H2D;
     case cudaMemcpyDeviceToHost: return SIM_COPY_D2H;
     case cudaMemcpyDeviceToDevice: return SIM_COPY_D2D;
-    default: {  // cudaMemcpyDefault: inferred from the pointers, as with unified addressing
-      bool s = src == SIM_MEM_DEVICE || src == SIM_MEM_MANAGED, d = dst == SIM_MEM_DEVICE || dst == SIM_MEM_MANAGED;
-      return s && d ? SIM_COPY_D2D : s ? SIM_COPY_D2H : d ? SIM_COPY_H2D : SIM_COPY_H2H;
-    }
+    default: return -1;
   }
 }
 
@@ -138,35 +125,22 @@ DriverCopyApi driver_copy_api(uint32_t copy_kind, bool async) {
   }
 }
 
-constexpr size_t kSmallH2DBytes = 64 * 1024;
-
 cudaError_t copy(ApiScope& scope, void* dst, const void* src, size_t count, cudaMemcpyKind kind, void* stream_handle,
                  bool async, const DriverCopyApi* driver_api = nullptr, bool per_thread = false) {
   if ((!dst || !src) && count) return cudaErrorInvalidValue;
   if (int(kind) < cudaMemcpyHostToHost || int(kind) > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
   if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
-  SimMemKind src_kind = memory_kind(src), dst_kind = memory_kind(dst);
-  uint32_t ck = copy_kind_of(kind, src_kind, dst_kind);
-  bool pageable = src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE;
-  bool blocking = async ? (pageable || ck == SIM_COPY_H2H)
-                        : (ck == SIM_COPY_D2H || ck == SIM_COPY_H2H || (ck == SIM_COPY_H2D && count > kSmallH2DBytes));
+  OpPlan plan = plan_copy(dst, src, count, copy_kind_of(kind), async);
+  OpRequest& r = plan.request;
+  uint32_t ck = r.copy_kind;
+  bool blocking = plan.blocks;
   if (per_thread && !stream_handle) stream_handle = reinterpret_cast<void*>(cudaStreamPerThread);
   Stream* stream = async || per_thread ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(count);
   spend(config().copy_api_ns);
-  OpRequest r;
-  r.kind = SIM_OP_MEMCPY;
   r.stream = stream;
-  r.bytes = count;
-  r.copy_kind = ck;
-  r.src_kind = src_kind;
-  r.dst_kind = dst_kind;
-  r.is_async = async;
   r.correlation_id = scope.correlation_id();
-  double gbps = gbps_for(ck);
-  if (pageable) gbps /= config().pageable_factor;
-  r.duration_ns = transfer_ns(count, gbps);
   DriverCopyApi api = driver_api ? *driver_api : driver_copy_api(ck, async);
   // The driver params differ per call; CUPTI users read the runtime ones. Pass the runtime call's.
   cudaMemcpyAsync_v3020_params dp{dst, src, count, kind, static_cast<cudaStream_t>(stream_handle)};
@@ -185,21 +159,16 @@ cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_han
                       bool per_thread = false) {
   if (!ptr && count) return cudaErrorInvalidValue;
   if (cudaError_t e = capture_check_unsafe(!async); e != cudaSuccess) return e;
-  SimMemKind target = memory_kind(ptr);
+  OpPlan plan = plan_memset(ptr, count, async);
+  OpRequest& r = plan.request;
+  bool blocking = plan.blocks;
   if (per_thread && !stream_handle) stream_handle = reinterpret_cast<void*>(cudaStreamPerThread);
   Stream* stream = async || per_thread ? resolve_stream(stream_handle, current_device()) : legacy_stream(current_device());
   scope.set_stream(stream_id(stream));
   scope.set_bytes(count);
   spend(config().copy_api_ns);
-  OpRequest r;
-  r.kind = SIM_OP_MEMSET;
   r.stream = stream;
-  r.bytes = count;
-  r.dst_kind = target;
-  r.is_async = async;
   r.correlation_id = scope.correlation_id();
-  r.duration_ns = transfer_ns(count, config().memset_gbps);
-  bool blocking = !async && target != SIM_MEM_DEVICE;
   cuMemsetD8Async_params dp{reinterpret_cast<CUdeviceptr>(ptr), 0, count, static_cast<CUstream>(stream_handle)};
   driver_call(async ? CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async : CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
               async ? "cuMemsetD8Async" : "cuMemsetD8_v2", async ? SIM_CALL_MEMSET_ASYNC : SIM_CALL_MEMSET, &dp,
@@ -216,30 +185,12 @@ cudaError_t memset_op(ApiScope& scope, void* ptr, size_t count, void* stream_han
 
 }  // namespace
 
+// Graph nodes run asynchronously to the host, whatever memory they touch.
 OpRequest copy_request(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  SimMemKind src_kind = memory_kind(src), dst_kind = memory_kind(dst);
-  OpRequest r;
-  r.kind = SIM_OP_MEMCPY;
-  r.bytes = count;
-  r.copy_kind = copy_kind_of(kind, src_kind, dst_kind);
-  r.src_kind = src_kind;
-  r.dst_kind = dst_kind;
-  r.is_async = true;  // graph copies run asynchronously to the host
-  double gbps = gbps_for(r.copy_kind);
-  if (src_kind == SIM_MEM_PAGEABLE || dst_kind == SIM_MEM_PAGEABLE) gbps /= config().pageable_factor;
-  r.duration_ns = transfer_ns(count, gbps);
-  return r;
+  return plan_copy(dst, src, count, copy_kind_of(kind), true).request;
 }
 
-OpRequest memset_request(void* ptr, size_t bytes) {
-  OpRequest r;
-  r.kind = SIM_OP_MEMSET;
-  r.bytes = bytes;
-  r.dst_kind = memory_kind(ptr);
-  r.is_async = true;
-  r.duration_ns = transfer_ns(bytes, config().memset_gbps);
-  return r;
-}
+OpRequest memset_request(void* ptr, size_t bytes) { return plan_memset(ptr, bytes, true).request; }
 
 bool pointer_info(const void* ptr, SimMemKind* kind, bool* registered) {
   MemInfo m;
