@@ -11,9 +11,13 @@
 #include <vector>
 
 #include "sim_test_kernels.h"
+#include "sim_test_log.h"
 #include "simcuda/timeline.h"
 
 using simtest::launch;
+using simtest::op_count;
+using simtest::op;
+using simtest::last_call;
 
 namespace {
 
@@ -22,25 +26,6 @@ simtest::TestKernel& kernel() {
   static bool once = (simtest::register_kernel(k, "_Z10graph_kernv"), true);
   (void)once;
   return k;
-}
-
-size_t op_count() {
-  const SimDeviceOp* ops;
-  return simcuda_device_ops(&ops);
-}
-
-const SimDeviceOp& op(uint64_t index) {
-  const SimDeviceOp* ops;
-  size_t n = simcuda_device_ops(&ops);
-  REQUIRE(index < n);
-  return ops[index];
-}
-
-const SimApiCall& last_call() {
-  const SimApiCall* calls;
-  size_t n = simcuda_api_calls(&calls);
-  REQUIRE(n > 0);
-  return calls[n - 1];
 }
 
 constexpr int64_t kMs = 1000000;

@@ -16,10 +16,14 @@
 #include <vector>
 
 #include "sim_test_kernels.h"
+#include "sim_test_log.h"
 #include "simcuda/timeline.h"
 
 using simtest::launch;
 using simtest::mono_ns;
+using simtest::op;
+using simtest::last_op_index;
+using simtest::last_call;
 
 namespace {
 
@@ -28,27 +32,6 @@ simtest::TestKernel& kernel() {
   static bool once = (simtest::register_kernel(k, "_Z12host_fn_kernv"), true);
   (void)once;
   return k;
-}
-
-const SimDeviceOp& op(uint64_t index) {
-  const SimDeviceOp* ops;
-  size_t n = simcuda_device_ops(&ops);
-  REQUIRE(index < n);
-  return ops[index];
-}
-
-uint64_t last_op_index() {
-  const SimDeviceOp* ops;
-  size_t n = simcuda_device_ops(&ops);
-  REQUIRE(n > 0);
-  return n - 1;
-}
-
-const SimApiCall& last_call() {
-  const SimApiCall* calls;
-  size_t n = simcuda_api_calls(&calls);
-  REQUIRE(n > 0);
-  return calls[n - 1];
 }
 
 constexpr int64_t kMs = 1000000;

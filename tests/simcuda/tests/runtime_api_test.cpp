@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "sim_test_kernels.h"
+#include "sim_test_log.h"
 #include "simcuda/timeline.h"
 
 extern "C" void __cudaRegisterVar(void** fat_cubin, char* host_var, char* device_address, const char* device_name,
                                   int ext, size_t size, int constant, int global);
 
 using simtest::launch;
+using simtest::last_op;
+using simtest::last_call;
 
 namespace {
 
@@ -25,20 +28,6 @@ simtest::TestKernel& kernel() {
   static bool once = (simtest::register_kernel(k, "_Z11rt_api_kernv"), true);
   (void)once;
   return k;
-}
-
-const SimApiCall& last_call() {
-  const SimApiCall* calls;
-  size_t n = simcuda_api_calls(&calls);
-  REQUIRE(n > 0);
-  return calls[n - 1];
-}
-
-const SimDeviceOp& last_op() {
-  const SimDeviceOp* ops;
-  size_t n = simcuda_device_ops(&ops);
-  REQUIRE(n > 0);
-  return ops[n - 1];
 }
 
 constexpr int64_t kMs = 1000000;
