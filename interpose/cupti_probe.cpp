@@ -95,7 +95,8 @@ uint64_t CUPTIAPI monotonic_timestamp() { return monotonic_ns(); }
 // first poll's entry to the last one's exit, with the number of polls in `bytes`; it is written
 // by the poll that returns anything else (the one that saw the work done), by the thread's next
 // recorded call, or by a poll of another handle. A loop still running when the thread stops
-// calling CUDA is not written.
+// calling CUDA is not written as a record; while it runs, the ring's call-in-progress mark holds
+// it from its first poll, so a heartbeat shows a program that hangs polling.
 struct PollRun {
   bool open = false;
   const void* handle = nullptr;
@@ -125,9 +126,17 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     else if (t_runtime_depth > 0) return;
     uint64_t enter_ticks = host_ticks();
     *d->correlationData = enter_ticks;  // CUPTI keeps it for this call's EXIT
-    // The outermost call: the one a heartbeat shows if the thread is still inside it later.
+    // The outermost call: the one a heartbeat shows if the thread is still inside it later. A
+    // poll that continues a polling loop shows the loop, from its first poll: a program that hangs
+    // polling (while (cudaStreamQuery(s) == cudaErrorNotReady);) is inside that loop, not inside
+    // a call that never lasts.
     if (t_runtime_depth <= 1 && !Recorder::on_internal_thread())
-      if (Recorder* recorder = Recorder::active()) recorder->enter_call(enter_ticks, d->functionName, d->correlationId);
+      if (Recorder* recorder = Recorder::active()) {
+        uint64_t shown = enter_ticks;
+        if (t_poll_run.open && is_poll(domain, cbid) && polled_handle(d->functionParams) == t_poll_run.handle)
+          shown = t_poll_run.record.start_ticks;
+        recorder->enter_call(shown, d->functionName, d->correlationId);
+      }
     return;
   }
   uint64_t exit_ticks = host_ticks();
@@ -146,6 +155,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       ++t_poll_run.record.bytes;
       t_poll_run.record.return_code = code;
       if (code != kNotReady) write_poll_run(recorder);
+      else recorder->enter_call(t_poll_run.record.start_ticks, d->functionName, d->correlationId);
       return;
     }
     if (code == kNotReady) {
@@ -162,6 +172,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       if (runtime) r.call_site = t_call_site;
       t_poll_run.handle = handle;
       t_poll_run.open = true;
+      // Between two polls the thread is still in the loop: keep it marked as the call in progress.
+      recorder->enter_call(r.start_ticks, d->functionName, d->correlationId);
       return;
     }
   }

@@ -85,6 +85,14 @@ class Hang(unittest.TestCase):
             self.assertEqual(call["api_name"], "cudaMemcpy")
             self.check_hang_report(out, "cudaMemcpy", observed)
 
+    def test_sigkill_in_a_polling_loop_names_the_loop_as_the_call_in_progress(self):
+        # A loop of cudaStreamQuery is one sync point (each poll returns at once): the heartbeat
+        # shows it in progress from its first poll, so a program hung polling is reported too.
+        with tempfile.TemporaryDirectory() as d:
+            out, call, observed = self.kill_while_waiting("poll", signal.SIGKILL, d)
+            self.assertEqual(call["api_name"], "cudaStreamQuery")
+            self.check_hang_report(out, "cudaStreamQuery", observed)
+
     def test_sigterm_with_its_default_action_is_reported_the_same_way(self):
         with tempfile.TemporaryDirectory() as d:
             out, _, observed = self.kill_while_waiting("sync", signal.SIGTERM, d)
