@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -264,6 +265,13 @@ std::string verdict(const ProcessAnalysis& process) {
   }
   std::string text = "GPU idle " + formatPercent(ratio(static_cast<double>(idle), static_cast<double>(window))) +
                      " of the time";
+  // A process that died hung: that is the news, ahead of how idle the device was before.
+  for (const Finding& n : process.notes) {
+    if (n.id != "hang" || n.title.empty()) continue;
+    std::string hung = n.title;
+    hung[0] = static_cast<char>(toupper(static_cast<unsigned char>(hung[0])));
+    return hung + "; before that, " + text;
+  }
   for (const Finding& f : process.findings) {
     if (f.idle_ns == 0) continue;
     return text + "; " + formatWholePercent(f.idle_share) + " of it " + f.title;

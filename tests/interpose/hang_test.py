@@ -64,6 +64,8 @@ class Hang(unittest.TestCase):
         self.assertIn("never finished", text)
         process = json.loads(report(out, "--json"))["processes"][0]
         self.assertEqual(process["ended"], "no_goodbye")
+        # The verdict leads with the hang: it is what the user came for.
+        self.assertTrue(process["verdict"].lower().startswith("hung in %s for" % api.lower()), process["verdict"])
         note = process["notes"][0]
         self.assertEqual(note["id"], "hang")
         self.assertTrue(note["title"].startswith("hung in %s for" % api), note["title"])
