@@ -71,6 +71,23 @@ void sync_record(ApiScope& scope, CUpti_ActivitySynchronizationType type, uint64
 using namespace simcuda;
 using namespace simcuda::driver;
 
+// cuCtxCreate's work, whichever ABI was called: a new context, pushed onto the calling thread's
+// stack and made current.
+static CUresult create_and_push(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  CUcontext ctx = create_context(dev, flags);
+  if (!t_ctx.set) {
+    t_ctx.set = true;
+    int d = current_device();
+    if (primary_context_exists(d)) t_ctx.stack.push_back(primary_context(d));
+  }
+  t_ctx.stack.push_back(ctx);
+  make_current(ctx);
+  *pctx = ctx;
+  return CUDA_SUCCESS;
+}
+
 extern "C" {
 
 SIMCUDA_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
@@ -139,21 +156,28 @@ SIMCUDA_EXPORT CUresult cuCtxCreate(CUcontext* pctx, CUctxCreateParams* create_p
   cuCtxCreate_v4_params params{pctx, create_params, flags, dev};
   return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v4, "cuCtxCreate_v4", SIM_CALL_OTHER, &params,
                 [&](ApiScope&) -> CUresult {
-                  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-                  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
                   if (create_params && create_params->execAffinityParams && create_params->cigParams)
                     return CUDA_ERROR_INVALID_VALUE;  // the two are mutually exclusive
-                  CUcontext ctx = create_context(dev, flags);
-                  // The new context is pushed onto the calling thread's stack.
-                  if (!t_ctx.set) {
-                    t_ctx.set = true;
-                    int d = current_device();
-                    if (primary_context_exists(d)) t_ctx.stack.push_back(primary_context(d));
-                  }
-                  t_ctx.stack.push_back(ctx);
-                  make_current(ctx);
-                  *pctx = ctx;
-                  return CUDA_SUCCESS;
+                  return create_and_push(pctx, flags, dev);
+                });
+}
+
+// The older ABIs of cuCtxCreate, still exported by the real driver for binaries built against
+// older headers (CUDA 12's cuda.h maps cuCtxCreate to _v2; _v3 adds execution affinity, which the
+// simulated device ignores). CUDA 13's cuda.h declares them only for the driver's own build.
+SIMCUDA_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  cuCtxCreate_v2_params params{pctx, flags, dev};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v2, "cuCtxCreate_v2", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) { return create_and_push(pctx, flags, dev); });
+}
+
+SIMCUDA_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* params_array, int num_params,
+                                       unsigned int flags, CUdevice dev) {
+  cuCtxCreate_v3_params params{pctx, params_array, num_params, flags, dev};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v3, "cuCtxCreate_v3", SIM_CALL_OTHER, &params,
+                [&](ApiScope&) -> CUresult {
+                  if (num_params < 0 || (num_params > 0 && !params_array)) return CUDA_ERROR_INVALID_VALUE;
+                  return create_and_push(pctx, flags, dev);
                 });
 }
 

@@ -2,8 +2,10 @@
 // Triton through cudaGetDriverEntryPoint) find driver entry points. `symbol` is the base name
 // ("cuMemAlloc"); the answer is the entry point with the ABI of that name as of `cudaVersion`
 // (cuMemAlloc -> cuMemAlloc_v2 for 3.2 and later, cuCtxCreate -> cuCtxCreate_v4 for 12.5 and
-// later, ...). The simulator exports only the newest ABI of each call: a request for an older one
-// is CUDA_ERROR_NOT_FOUND with CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND (this driver has no such
+// later, ...). The simulator exports the newest ABI of each call, and the older ones only where
+// binaries built against older headers are common (cuCtxCreate_v2 and _v3: CUDA 12's samples and
+// libraries create contexts through them); a request for an older ABI it lacks is
+// CUDA_ERROR_NOT_FOUND with CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND (this driver has no such
 // function), and so is a name it does not export at all. Per-thread-stream variants (_ptsz/_ptds) are not exported, so
 // CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM gets the default-stream entry point. The lookup is
 // dlsym on libcuda.so.1 itself, so whatever it returns is what dlsym(libcuda, name) would.
@@ -22,10 +24,13 @@ struct Versioned {
   int since;  // the CUDA version that introduced this ABI
 };
 
-// The versioned names cuda.h maps base names to, for the calls this driver exports.
+// The versioned names cuda.h maps base names to, for the calls this driver exports; several ABIs of
+// one name newest first.
 const Versioned kVersioned[] = {
     {"cuDeviceTotalMem", "cuDeviceTotalMem_v2", 3020},
     {"cuCtxCreate", "cuCtxCreate_v4", 12050},
+    {"cuCtxCreate", "cuCtxCreate_v3", 11040},
+    {"cuCtxCreate", "cuCtxCreate_v2", 3020},
     {"cuCtxDestroy", "cuCtxDestroy_v2", 4000},
     {"cuCtxPushCurrent", "cuCtxPushCurrent_v2", 4000},
     {"cuCtxPopCurrent", "cuCtxPopCurrent_v2", 4000},
@@ -74,12 +79,16 @@ CUresult lookup(const char* symbol, void** pfn, int version, CUdriverProcAddress
   };
   if (strncmp(symbol, "cu", 2) != 0 || strncmp(symbol, "cuda", 4) == 0) return fail(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   std::string name = symbol;
+  bool versioned = false, found = false;
   for (const Versioned& v : kVersioned)
     if (name == v.base) {
-      if (version < v.since) return fail(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);  // the older ABI: not here
+      versioned = true;
+      if (version < v.since) continue;  // an older ABI: perhaps the next entry
       name = v.symbol;
+      found = true;
       break;
     }
+  if (versioned && !found) return fail(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);  // the older ABI: not here
   void* handle = self_handle();
   void* f = handle ? dlsym(handle, name.c_str()) : nullptr;
   if (!f) return fail(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);

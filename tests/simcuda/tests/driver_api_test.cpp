@@ -595,7 +595,12 @@ TEST_CASE("cuGetProcAddress_v2 returns the sim's own versioned exports") {
   CHECK(fn == dlsym(RTLD_DEFAULT, "cuCtxCreate_v4"));
   REQUIRE(cuGetProcAddress("cuLaunchKernel", &fn, 12000, 0, &status) == CUDA_SUCCESS);
   CHECK(fn == dlsym(RTLD_DEFAULT, "cuLaunchKernel"));
-  CHECK(cuGetProcAddress("cuCtxCreate", &fn, 11000, 0, &status) == CUDA_ERROR_NOT_FOUND);  // the old ABI
+  // Older ABIs where they are exported: what a binary built against CUDA 11 or 12 headers binds.
+  REQUIRE(cuGetProcAddress("cuCtxCreate", &fn, 12000, 0, &status) == CUDA_SUCCESS);
+  CHECK(fn == dlsym(RTLD_DEFAULT, "cuCtxCreate_v3"));
+  REQUIRE(cuGetProcAddress("cuCtxCreate", &fn, 11000, 0, &status) == CUDA_SUCCESS);
+  CHECK(fn == dlsym(RTLD_DEFAULT, "cuCtxCreate_v2"));
+  CHECK(cuGetProcAddress("cuMemAlloc", &fn, 3000, 0, &status) == CUDA_ERROR_NOT_FOUND);  // the 32-bit ABI
   CHECK(cuGetProcAddress("cuNoSuchCall", &fn, 13000, 0, &status) == CUDA_ERROR_NOT_FOUND);
   CHECK(status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   CHECK(fn == nullptr);
@@ -631,4 +636,22 @@ TEST_CASE("every outermost driver call gets its own correlation id") {
   CHECK(seen[2].correlation != seen[4].correlation);
   for (int i = 0; i < 6; i += 2) CHECK(seen[size_t(i)].correlation == seen[size_t(i) + 1].correlation);
   cuptiUnsubscribe(g_sub);
+}
+
+TEST_CASE("a binary built against CUDA 12 headers creates its context through cuCtxCreate_v2") {
+  // CUDA 12's cuda.h maps cuCtxCreate to cuCtxCreate_v2(pctx, flags, dev); CUDA 13's declares it
+  // only for the driver's own build, so bind it the way the dynamic linker would.
+  using CtxCreateV2 = CUresult (*)(CUcontext*, unsigned int, CUdevice);
+  auto create_v2 = reinterpret_cast<CtxCreateV2>(dlsym(RTLD_DEFAULT, "cuCtxCreate_v2"));
+  REQUIRE(create_v2 != nullptr);
+  REQUIRE(cuInit(0) == CUDA_SUCCESS);
+  CUcontext ctx = nullptr;
+  REQUIRE(create_v2(&ctx, 0, 0) == CUDA_SUCCESS);
+  CHECK(last_call().cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v2);  // traced under its own id
+  CHECK(std::string(last_call().name) == "cuCtxCreate_v2");
+  CUcontext current = nullptr;
+  REQUIRE(cuCtxGetCurrent(&current) == CUDA_SUCCESS);
+  CHECK(current == ctx);
+  CHECK(create_v2(&ctx, 0, 7) == CUDA_ERROR_INVALID_DEVICE);
+  CHECK(cuCtxDestroy(current) == CUDA_SUCCESS);
 }
