@@ -78,8 +78,15 @@ bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
     }
     return false;
   }
+  // A poll that saw the work done ends its loop, so one poll of a thread that then stops calling
+  // CUDA does not hold every later blocked call until the end of the run.
+  const bool done = pollSawWorkDone(call);
   if (open) {
     (*open)->exit_ns = std::max((*open)->exit_ns, call.end_ns);
+    if (done) {
+      (*open)->open = false;
+      open_loops_.erase(call.thread_id);
+    }
     return true;
   }
   // A polling loop waits, like a device sync, for any work queued before its first poll.
@@ -87,9 +94,9 @@ bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
   loop.enter_ns = call.start_ns;
   loop.exit_ns = call.end_ns;
   loop.kind = SyncPointKind::kQueryPolling;
-  loop.open = true;
+  loop.open = !done;
   blocked_calls_.push_back(loop);
-  open_loops_.tryEmplace(call.thread_id, &blocked_calls_.back());  // deque elements do not move
+  if (!done) open_loops_.tryEmplace(call.thread_id, &blocked_calls_.back());  // deque elements do not move
   return true;
 }
 

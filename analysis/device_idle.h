@@ -71,6 +71,9 @@ class DeviceIdleStage final : public AnalysisStage {
   void onActivity(const DeviceActivityEvent& activity) override;
   void onNcclCall(const NcclCallEvent& call) override;
   void finish() override;
+  // Blocked calls kept until the gaps they may explain are decided: a handful at any time (tests
+  // check it stays bounded).
+  std::size_t blockedCallsPending() const { return blocked_calls_.size(); }
   // Writes `devices` (empty without a device timeline).
   void contribute(ProcessAnalysis& result) override;
 

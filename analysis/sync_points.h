@@ -37,6 +37,10 @@ std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call);
 // consecutive polls, with no other recorded call of that thread between them, are one loop that
 // ends with the poll that saw the work done (the program stops polling then).
 inline bool isPoll(const ApiCallEvent& call) { return call.kind == v1::API_KIND_QUERY; }
+// Whether a poll record ends its loop: it returned anything but "not ready" (600, cudaErrorNotReady
+// and CUDA_ERROR_NOT_READY), so it saw the work done (the recorder writes a run of polls when that
+// poll returns; a run cut short by another call ends at that call instead).
+inline bool pollSawWorkDone(const ApiCallEvent& poll) { return poll.return_code != 600; }
 
 // A short readable name: "stream synchronize", "synchronous copy", ...
 std::string_view syncPointName(SyncPointKind kind);

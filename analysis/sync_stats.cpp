@@ -63,21 +63,29 @@ bool SyncStatsStage::notePoll(const ApiCallEvent& call) {
     }
     return false;
   }
+  // A poll that returned anything but "not ready" saw the work done: its loop ends there (the
+  // recorder writes a run when that poll returns). Left open, a thread that polled once and then
+  // stopped calling CUDA would hold every later sync point pending until the end of the run.
+  const bool done = pollSawWorkDone(call);
   if (open) {
     (*open)->call.end_ns = std::max((*open)->call.end_ns, call.end_ns);
     (*open)->polls += pollsIn(call);
+    if (done) {
+      (*open)->open = false;
+      open_loops_.erase(call.thread_id);
+    }
     return true;
   }
   PendingCall loop;
   loop.call = call;
   loop.kind = SyncPointKind::kQueryPolling;
   loop.polls = pollsIn(call);
-  loop.open = true;
+  loop.open = !done;
   // Which event or stream is polled is not recorded: the loop waits, like a device sync, for the
   // work queued before its first poll.
   loop.waited_until_ns = latest_end_ns_;
   pending_.push_back(loop);
-  open_loops_.tryEmplace(call.thread_id, &pending_.back());  // deque elements do not move
+  if (!done) open_loops_.tryEmplace(call.thread_id, &pending_.back());  // deque elements do not move
   return true;
 }
 

@@ -48,6 +48,9 @@ class SyncStatsStage final : public AnalysisStage {
   void finish() override;
   // Writes `sync_points`: one entry per SyncPointKind, in the enum's order, zero counts included.
   void contribute(ProcessAnalysis& result) override;
+  // Sync points still waiting for the activities that settle them: a handful at any time (tests
+  // check it stays bounded).
+  std::size_t pendingCalls() const { return pending_.size(); }
 
  private:
   struct SiteTotals {

@@ -517,3 +517,21 @@ TEST_CASE("the calls held for attribution stay bounded however long the recordin
   CHECK(cause(a.devices[0], IdleCause::kLaunchOverhead) == 19999 * us(5));
   CHECK(a.devices[0].after_sync_ns == 19999 * us(30));
 }
+
+TEST_CASE("a query that saw the work done does not hold later blocked calls until the end") {
+  // A side thread queries once and finds its work done, then never calls CUDA again; the main
+  // thread synchronises 5000 times while kernels run. The stage prunes what no later gap can need
+  // every 1024 events, so what it keeps stays under that, whatever the length of the run; an open
+  // loop on the side thread held all 5000.
+  AnalysisOptions options;
+  DeviceIdleStage stage(options);
+  stage.begin(RecordingFacts{});
+  ApiCallEvent query = call(v1::API_KIND_QUERY, 2, us(1), us(2));
+  query.return_code = 0;  // done
+  stage.onApiCall(query);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    stage.onApiCall(call(v1::API_KIND_STREAM_SYNC, 1, us(10 + 10 * i), us(12 + 10 * i), 0, true));
+    stage.onActivity(kernelAt(us(13 + 10 * i), us(14 + 10 * i), i + 1));
+  }
+  CHECK(stage.blockedCallsPending() <= 1100);
+}

@@ -21,6 +21,13 @@ const SyncTypeStats& of(const ProcessAnalysis& a, SyncPointKind kind) {
 
 // A kernel queued at 0 that runs until 10 ms: every sync point of a test that enters before then
 // waits for it for its whole duration.
+// One query record: "not ready" (600, cudaErrorNotReady) unless it saw the work done.
+ApiCallEvent poll(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, bool done) {
+  ApiCallEvent e = call(v1::API_KIND_QUERY, thread_id, enter_ns, exit_ns);
+  e.return_code = done ? 0 : 600;
+  return e;
+}
+
 EngineFeed& withLongKernel(EngineFeed& feed) {
   return feed.add(launch(1, 0, us(1), 99)).add(kernelAt(us(1), ms(10), 99));
 }
@@ -175,7 +182,7 @@ TEST_CASE("an event polling loop is one sync point with every poll counted") {
   // starts at 10220. The loop waited from its first poll to the kernel's end.
   EngineFeed feed;
   feed.add(launch(1, 0, us(5), 1)).add(call(v1::API_KIND_EVENT_RECORD, 1, us(6), us(7)));
-  for (uint64_t i = 0; i < 3400; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(8 + 3 * i), us(9 + 3 * i)));
+  for (uint64_t i = 0; i < 3400; ++i) feed.add(poll(1, us(8 + 3 * i), us(9 + 3 * i), i == 3399));
   feed.add(launch(1, us(10210), us(10215), 2))
       .add(kernelAt(us(10), us(10000), 1))
       .add(kernelAt(us(10220), us(10300), 2));
@@ -194,16 +201,33 @@ TEST_CASE("an event polling loop is one sync point with every poll counted") {
 TEST_CASE("another call ends a polling loop; polls of other threads are loops of their own") {
   EngineFeed feed;
   withLongKernel(feed);
-  for (uint64_t i = 0; i < 10; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(100 + 2 * i), us(101 + 2 * i)));
+  for (uint64_t i = 0; i < 10; ++i) feed.add(poll(1, us(100 + 2 * i), us(101 + 2 * i), false));
   feed.add(call(v1::API_KIND_EVENT_RECORD, 1, us(130), us(131)));
-  for (uint64_t i = 0; i < 5; ++i) feed.add(call(v1::API_KIND_QUERY, 1, us(140 + 2 * i), us(141 + 2 * i)));
-  for (uint64_t i = 0; i < 7; ++i) feed.add(call(v1::API_KIND_QUERY, 2, us(101 + 2 * i), us(102 + 2 * i)));
+  for (uint64_t i = 0; i < 5; ++i) feed.add(poll(1, us(140 + 2 * i), us(141 + 2 * i), false));
+  for (uint64_t i = 0; i < 7; ++i) feed.add(poll(2, us(101 + 2 * i), us(102 + 2 * i), false));
   const ProcessAnalysis a = feed.run();
   const SyncTypeStats& polling = of(a, SyncPointKind::kQueryPolling);
   CHECK(polling.count == 3);
   CHECK(polling.polls == 22);
   CHECK(polling.polling_ns == us(19) + us(9) + us(13));
   CHECK(polling.total_ns == polling.polling_ns);  // the long kernel ran through all of them
+}
+
+TEST_CASE("a query that saw the work done ends its loop, so later sync points are counted as they settle") {
+  // A side thread queries once, finds the work done, and never calls CUDA again; the main thread
+  // synchronises 1000 times. None of those may wait for the side thread's next call to be counted
+  // (that held every sync point of a long run in memory, and each activity scanned them all).
+  AnalysisOptions options;
+  SyncStatsStage stage(options, nullptr);
+  stage.begin(RecordingFacts{});
+  stage.onApiCall(poll(2, us(1), us(2), true));
+  for (uint64_t i = 0; i < 1000; ++i) {
+    stage.onApiCall(call(v1::API_KIND_STREAM_SYNC, 1, us(10 + 10 * i), us(12 + 10 * i), 0, true));
+    stage.onActivity(kernelAt(us(13 + 10 * i), us(14 + 10 * i), i + 1));
+  }
+  CHECK(stage.pendingCalls() <= 2);
+  stage.finish();
+  CHECK(stage.pendingCalls() == 0);
 }
 
 TEST_CASE("sync times count without a device timeline too") {
