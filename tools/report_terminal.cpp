@@ -339,6 +339,10 @@ void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
         << padLeft(formatDuration(s.total_ns), 11) << padLeft(formatDuration(s.p50_ns), 11)
         << padLeft(formatDuration(s.p99_ns), 11)
         << padLeft(p.device_timeline ? formatDuration(s.idle_after_ns) : "-", 12) << '\n';
+    // A loop's count says little alone: how many times it asked, and for how long it spun.
+    if (s.polls > 0)
+      out << "    " << formatCount(s.polls) << (s.polls == 1 ? " poll" : " polls") << " over "
+          << formatDuration(s.polling_ns) << '\n';
     for (const analysis::CallSite& site : s.top_call_sites) {
       if (site.name == analysis::kCallSiteNotRecorded) continue;  // the recorder does not record them yet
       out << "    " << padRight(printable(site.name), 40) << padLeft(formatCount(site.count), 9)

@@ -137,3 +137,20 @@ TEST_CASE("several recordings start with each rank's verdict and the cross-rank 
   CHECK(text.find("1  Waiting for rank 1 in collectives") != std::string::npos);
   CHECK(text.find("== rank1.gwt ==") != std::string::npos);
 }
+
+TEST_CASE("the sync section counts sync points and their waiting, and a polling loop's polls") {
+  RunReport content = contentWithOneProcess();
+  SyncTypeStats loop;
+  loop.kind = SyncPointKind::kQueryPolling;
+  loop.count = 1;
+  loop.total_ns = 20 * kMs;
+  loop.polls = 74'395;
+  loop.polling_ns = 26 * kMs;
+  content.analysis.processes[0].sync_points.push_back(loop);
+  const std::string text = render(content, false);
+  CHECK(text.find("sync       2 sync points (host calls that wait for the device when it is busy), 23.0 ms waiting "
+                  "in all") != std::string::npos);
+  const auto row = text.find("  query polling ");
+  REQUIRE(row != std::string::npos);
+  CHECK(text.find("    74,395 polls over 26.0 ms", row) != std::string::npos);
+}
