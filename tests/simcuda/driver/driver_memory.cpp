@@ -183,6 +183,19 @@ namespace {
 
 const void* as_ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(uintptr_t(p)); }
 
+// Queues a planned copy or memset on `stream` as the call `scope`, and waits when the plan blocks.
+CUresult queue_planned(ApiScope& scope, OpPlan& plan, Stream* stream) {
+  scope.set_stream(stream_id(stream));
+  scope.set_bytes(plan.request.bytes);
+  spend(config().copy_api_ns);
+  plan.request.stream = stream;
+  plan.request.correlation_id = scope.correlation_id();
+  int64_t op = enqueue(plan.request);
+  scope.set_op(op);
+  if (plan.blocks) scope.set_blocked(wait_op(op));
+  return CUDA_SUCCESS;
+}
+
 // One copy: `forced` is the direction the entry point names (cuMemcpyHtoD...), or -1 for
 // cuMemcpy/cuMemcpyAsync, which infer it from the pointers (unified addressing).
 CUresult copy(ApiScope& scope, const void* dst, const void* src, size_t bytes, int forced, CUstream handle,
@@ -197,16 +210,7 @@ CUresult copy(ApiScope& scope, const void* dst, const void* src, size_t bytes, i
     return CUDA_ERROR_INVALID_VALUE;
   if (forced >= 0 && (ck == SIM_COPY_H2D || ck == SIM_COPY_D2D) && !on_device(plan.request.dst_kind))
     return CUDA_ERROR_INVALID_VALUE;
-  Stream* stream = async ? stream_of(handle) : legacy_stream(current_device());
-  scope.set_stream(stream_id(stream));
-  scope.set_bytes(bytes);
-  spend(config().copy_api_ns);
-  plan.request.stream = stream;
-  plan.request.correlation_id = scope.correlation_id();
-  int64_t op = enqueue(plan.request);
-  scope.set_op(op);
-  if (plan.blocks) scope.set_blocked(wait_op(op));
-  return CUDA_SUCCESS;
+  return queue_planned(scope, plan, async ? stream_of(handle) : legacy_stream(current_device()));
 }
 
 CUresult memset_op(ApiScope& scope, CUdeviceptr ptr, size_t bytes, CUstream handle, bool async) {
@@ -215,16 +219,7 @@ CUresult memset_op(ApiScope& scope, CUdeviceptr ptr, size_t bytes, CUstream hand
   SimMemKind target = memory_kind_of(as_ptr(ptr));
   if (target != SIM_MEM_DEVICE && target != SIM_MEM_PINNED) return CUDA_ERROR_INVALID_VALUE;
   OpPlan plan = plan_memset(as_ptr(ptr), bytes, async);
-  Stream* stream = async ? stream_of(handle) : legacy_stream(current_device());
-  scope.set_stream(stream_id(stream));
-  scope.set_bytes(bytes);
-  spend(config().copy_api_ns);
-  plan.request.stream = stream;
-  plan.request.correlation_id = scope.correlation_id();
-  int64_t op = enqueue(plan.request);
-  scope.set_op(op);
-  if (plan.blocks) scope.set_blocked(wait_op(op));
-  return CUDA_SUCCESS;
+  return queue_planned(scope, plan, async ? stream_of(handle) : legacy_stream(current_device()));
 }
 
 CUresult alloc_device(ApiScope& s, CUdeviceptr* dptr, size_t bytes) {

@@ -14,9 +14,13 @@
 #include <vector>
 
 #include "simcuda/timeline.h"
+#include "sim_test_log.h"
 
 // cuDeviceComputeCapability and cuDeviceGetProperties are deprecated, and still exported and tested.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+using simtest::last_call;
+using simtest::op_at;
 
 namespace {
 
@@ -57,22 +61,6 @@ std::vector<Seen> take_seen() {
   std::vector<Seen> out;
   out.swap(g_seen);
   return out;
-}
-
-// The sim's log entry of the most recent outermost call on this thread.
-SimApiCall last_call() {
-  const SimApiCall* calls = nullptr;
-  size_t n = simcuda_api_calls(&calls);
-  REQUIRE(n > 0);
-  return calls[n - 1];
-}
-
-SimDeviceOp op_at(int64_t index) {
-  const SimDeviceOp* ops = nullptr;
-  size_t n = simcuda_device_ops(&ops);
-  REQUIRE(index >= 0);
-  REQUIRE(size_t(index) < n);
-  return ops[index];
 }
 
 CUdeviceptr g_dev = 0;

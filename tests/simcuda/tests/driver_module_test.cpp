@@ -16,6 +16,10 @@
 #include <vector>
 
 #include "simcuda/timeline.h"
+#include "sim_test_log.h"
+
+using simtest::last_call;
+using simtest::op_at;
 
 namespace {
 
@@ -59,21 +63,6 @@ std::vector<char> file_bytes(const std::string& path) {
   std::vector<char> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   b.push_back('\0');  // PTX handed to cuModuleLoadData must be NUL-terminated
   return b;
-}
-
-SimApiCall last_call() {
-  const SimApiCall* calls = nullptr;
-  size_t n = simcuda_api_calls(&calls);
-  REQUIRE(n > 0);
-  return calls[n - 1];
-}
-
-SimDeviceOp op_at(int64_t index) {
-  const SimDeviceOp* ops = nullptr;
-  size_t n = simcuda_device_ops(&ops);
-  REQUIRE(index >= 0);
-  REQUIRE(size_t(index) < n);
-  return ops[index];
 }
 
 void check_module(CUmodule m) {

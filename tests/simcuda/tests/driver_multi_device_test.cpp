@@ -10,23 +10,12 @@
 #include <string>
 
 #include "simcuda/timeline.h"
+#include "sim_test_log.h"
+
+using simtest::last_call;
+using simtest::op_at;
 
 namespace {
-
-SimApiCall last_call() {
-  const SimApiCall* calls = nullptr;
-  size_t n = simcuda_api_calls(&calls);
-  REQUIRE(n > 0);
-  return calls[n - 1];
-}
-
-SimDeviceOp op_at(int64_t index) {
-  const SimDeviceOp* ops = nullptr;
-  size_t n = simcuda_device_ops(&ops);
-  REQUIRE(index >= 0);
-  REQUIRE(size_t(index) < n);
-  return ops[index];
-}
 
 }  // namespace
 

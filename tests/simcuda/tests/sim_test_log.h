@@ -22,6 +22,12 @@ inline const SimDeviceOp& op(uint64_t index) {
   return ops[index];
 }
 
+// An op by the signed index the sim's logs use (SimApiCall::op_index is -1 when none).
+inline const SimDeviceOp& op_at(int64_t index) {
+  REQUIRE(index >= 0);
+  return op(uint64_t(index));
+}
+
 inline uint64_t last_op_index() {
   size_t n = op_count();
   REQUIRE(n > 0);
