@@ -61,6 +61,7 @@ void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& str
     for (auto& stage : stages_) stage->setStrings(&strings);
   }
   for (const DropCount& drop : batch.drops) drops_.update(drop);
+  for (const ActivityApiSpan& span : batch.activity_api_spans) activity_api_spans_[span.start_ns] = span;
   for (const ApiCallEvent& call : batch.api_calls) window_.push(call);
   for (const NcclCallEvent& call : batch.nccl_calls) window_.push(call);
   for (const MarkerEvent& marker : batch.markers) window_.push(marker);
@@ -121,6 +122,8 @@ ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHea
   result.late_events = window_.lateEvents();
   result.events_dropped = drops_.total(v1::DROP_SOURCE_THREAD_RING);
   result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);
+  result.cupti_records_incomplete = drops_.total(v1::DROP_SOURCE_CUPTI_INCOMPLETE);
+  for (const auto& [start, span] : activity_api_spans_) result.activity_api_spans.push_back(span);
   if (goodbye_) {
     // Goodbye's totals are final; take the larger in case a counter's last update was lost.
     result.events_dropped = std::max(result.events_dropped, goodbye_->events_dropped());

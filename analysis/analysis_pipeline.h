@@ -24,6 +24,7 @@
 #include "reader/recording_reader.h"
 #include "reader/stream_decoder.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,6 +91,7 @@ class AnalysisPipeline final : public RecordingVisitor {
   std::optional<v1::Hello> hello_;
   std::optional<v1::Goodbye> goodbye_;
   DropTotals drops_;
+  std::map<uint64_t, ActivityApiSpan> activity_api_spans_;  // by start: the latest report of each
 };
 
 // The stages every report uses: device idle and attribution, sync points, launch statistics, and

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/gap_histogram.h"
+#include "reader/events.h"
 #include "analysis/sync_points.h"
 
 namespace gapwatch::analysis {
@@ -181,6 +182,10 @@ struct ProcessAnalysis {
   bool truncated = false;
   uint64_t late_events = 0;      // arrived after the reordering window had closed past them
   uint64_t events_dropped = 0, cupti_records_dropped = 0;
+  uint64_t cupti_records_incomplete = 0;  // handed back unfinished by a forced flush, not recorded
+  // Spans in which another client used CUPTI's activity API: shared (gapwatch's records are
+  // complete) or blind (device records missing). An open span ends where the recording does.
+  std::vector<ActivityApiSpan> activity_api_spans;
   std::vector<DeviceAnalysis> devices;
   std::vector<SyncTypeStats> sync_points;
   LaunchStats launches;

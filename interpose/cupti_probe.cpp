@@ -10,6 +10,7 @@
 #include <cupti.h>
 
 #include "cuda_api_map.h"
+#include "cupti_sharing.h"
 #include "host_clock.h"
 #include "process_info.h"
 #include "recorder.h"
@@ -41,9 +42,18 @@ struct CuptiApi {
 };
 
 CuptiApi g_api;
+void* g_library = nullptr;
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<bool> g_active{false};
 int64_t g_clock_offset = 0;  // added to CUPTI timestamps when the timestamp callback was refused
+bool g_owns_timestamps = false;  // CUPTI's timestamp callback is gapwatch's (cupti_sharing::timestamp)
+
+// What gapwatch itself enabled: with another client's subscription in the process, the real
+// subscriber also gets the callbacks only that client wants (cupti_sharing.h).
+constexpr int kCbidLimit = 2048;
+bool g_own_callback[CUPTI_CB_DOMAIN_SIZE][kCbidLimit];
+constexpr CUpti_ActivityKind kOwnKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                            CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
 
 // Depth of recorded runtime calls on this thread: a driver call made inside one (the runtime's own
 // cuLaunchKernel) is the same call, not a second one.
@@ -58,13 +68,14 @@ std::atomic<bool> g_buffer_busy[kBuffers];
 
 constexpr uint32_t kFlushPeriodMs = 100;
 
-void* open_cupti(const Settings& s, std::string* tried) {
+void* open_cupti(const Settings& s, std::string* tried, bool* already_loaded) {
   if (!s.cupti_path.empty()) {
     *tried = s.cupti_path;
+    *already_loaded = dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_NOLOAD) != nullptr;
     return dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   }
   for (const char* name : {"libcupti.so.13", "libcupti.so"})
-    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return h;  // the process's own copy first
+    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return *already_loaded = true, h;  // the process's own copy first
   std::vector<std::string> candidates;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* root = getenv(var)) {
@@ -86,8 +97,6 @@ bool resolve(void* lib, const char* name, F* out) {
   *out = reinterpret_cast<F>(dlsym(lib, name));
   return *out != nullptr;
 }
-
-uint64_t CUPTIAPI monotonic_timestamp() { return monotonic_ns(); }
 
 // A polling loop (cudaEventQuery until it is done) makes tens of thousands of calls in a few
 // milliseconds, more than a ring holds between two drains. The thread's consecutive polls of one
@@ -113,7 +122,7 @@ void write_poll_run(Recorder* recorder) {
 }
 
 // ---- callbacks: on the user's thread --------------------------------------------------------------
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+void record_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     // The context's work is about to go: hand over what CUPTI still holds (cudaDeviceReset).
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && Recorder::active()) cupti_flush();
@@ -189,6 +198,17 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (runtime) e->call_site = t_call_site;  // set when a preloaded hook is around this call
   e->symbol_name = d->symbolName;
   recorder->publish();
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (__builtin_expect(!cupti_sharing::has_foreign_subscriber(), 1)) return record_callback(domain, cbid, data);
+  // Another client's callback runs outside gapwatch's timing of the call: before it at the
+  // entry, after it at the exit.
+  const bool api = domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  const bool enter = api && static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER;
+  if (enter) cupti_sharing::forward_callback(domain, cbid, data);
+  if (cupti_own_callback(domain, cbid)) record_callback(domain, cbid, data);
+  if (!enter) cupti_sharing::forward_callback(domain, cbid, data);
 }
 
 // ---- activity buffers: on CUPTI's own thread (or at a flush) -----------------------------------
@@ -275,23 +295,85 @@ bool decode(const CUpti_Activity* r, Recorder* recorder, DeviceActivityFields* e
   }
 }
 
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  Recorder* recorder = Recorder::active();
-  if (recorder) {
-    static thread_local std::vector<DeviceActivityFields> events;  // CUPTI's thread, not the user's
-    events.clear();
-    CUpti_Activity* r = nullptr;
-    DeviceActivityFields e;
-    while (g_api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
-      if (!decode(r, recorder, &e)) continue;
-      e.start_ns += uint64_t(g_clock_offset);
-      e.end_ns += uint64_t(g_clock_offset);
-      events.push_back(e);
-    }
-    if (!events.empty()) recorder->add_activities(events.data(), events.size());
-    size_t dropped = 0;
-    if (g_api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) recorder->set_cupti_dropped(dropped);
+// The size of a record of `kind` in this CUPTI's layouts (0: not known): the last record of a
+// buffer has no next one to measure it by.
+size_t record_bytes(uint32_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return sizeof(CUpti_ActivityCudaEvent2);
+    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
+    default: return 0;
   }
+}
+
+bool is_own_buffer(const uint8_t* buffer) {
+  for (size_t i = 0; i < kBuffers; ++i)
+    if (g_buffers[i] == buffer) return true;
+  return false;
+}
+
+// A record for gapwatch, or nullptr; and a copy for another client that wants its kind
+// (cupti_sharing.h), sized by the distance to the next record.
+void take_record(const CUpti_Activity* r, size_t bytes, bool share, Recorder* recorder,
+                 std::vector<DeviceActivityFields>& events, uint64_t* unplaced) {
+  if (share && bytes && cupti_sharing::foreign_wants(r->kind)) cupti_sharing::copy_record(r, bytes);
+  DeviceActivityFields e;
+  if (!recorder || !decode(r, recorder, &e)) return;
+  // A forced flush hands back records of work still in flight with start = end = 0: placed at
+  // time zero they would be a kernel decades long. So would a record in another client's clock
+  // that cannot be mapped. Counted, not recorded.
+  if (e.start_ns == 0 || e.end_ns < e.start_ns) return void(++*unplaced);
+  e.start_ns += uint64_t(g_clock_offset);
+  e.end_ns += uint64_t(g_clock_offset);
+  if (g_owns_timestamps && !(cupti_sharing::to_monotonic(&e.start_ns) && cupti_sharing::to_monotonic(&e.end_ns)))
+    return void(++*unplaced);
+  events.push_back(e);
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
+  Recorder* recorder = Recorder::active();
+  const bool own = is_own_buffer(buffer);
+  {
+    // Not thread_local: a flush at exit runs after the exiting thread's thread_local objects are
+    // destroyed. A buffer comes back on CUPTI's thread or inside a flush, never inside a launch.
+    std::vector<DeviceActivityFields> events;
+    CUpti_Activity* r = nullptr;
+    const CUpti_Activity* previous = nullptr;
+    uint64_t incomplete = 0;
+    // Records of gapwatch's buffers are copied for another client; a buffer of its own (one it had
+    // given CUPTI before gapwatch took the registration over) goes back to it whole, below.
+    while (g_api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+      if (previous)
+        take_record(previous, size_t(reinterpret_cast<const uint8_t*>(r) - reinterpret_cast<const uint8_t*>(previous)),
+                    own, recorder, events, &incomplete);
+      previous = r;
+    }
+    if (previous) {
+      const size_t left = size_t(buffer + valid - reinterpret_cast<const uint8_t*>(previous));
+      const size_t known = record_bytes(previous->kind);
+      take_record(previous, known && known <= left ? known : left, own, recorder, events, &incomplete);
+    }
+    if (!recorder) {
+      events.clear();
+    }
+    if (recorder) {
+      if (!events.empty()) recorder->add_activities(events.data(), events.size());
+      if (incomplete) recorder->count_cupti_incomplete(incomplete);
+      size_t dropped = 0;
+      if (g_api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) recorder->set_cupti_dropped(dropped);
+    }
+  }
+  if (!own) return cupti_sharing::pass_foreign_buffer(context, stream, buffer, size, valid);
   for (size_t i = 0; i < kBuffers; ++i)
     if (g_buffers[i] == buffer) g_buffer_busy[i].store(false, std::memory_order_release);
 }
@@ -307,7 +389,8 @@ std::string result_text(CUptiResult r) {
 CuptiAttach cupti_attach(const Settings& settings) {
   CuptiAttach out;
   std::string tried;
-  void* lib = open_cupti(settings, &tried);
+  void* lib = open_cupti(settings, &tried, &out.already_loaded);
+  g_library = lib;
   if (!lib) {
     out.why_not = "libcupti could not be loaded (" + tried + ": " + (dlerror() ? "not found" : "?") + ")";
     return out;
@@ -361,9 +444,11 @@ CuptiAttach cupti_attach(const Settings& settings) {
     return out;
   }
   // Records in CLOCK_MONOTONIC, like the host times, registered before any activity is enabled as
-  // CUPTI requires. If refused, measure the offset from cuptiGetTimestamp instead.
+  // CUPTI requires; the callback is cupti_sharing's, which gives another client its own clock
+  // while it has one. If refused, measure the offset from cuptiGetTimestamp instead.
   bool same_clock = g_api.ActivityRegisterTimestampCallback &&
-                    g_api.ActivityRegisterTimestampCallback(monotonic_timestamp) == CUPTI_SUCCESS;
+                    g_api.ActivityRegisterTimestampCallback(cupti_sharing::timestamp) == CUPTI_SUCCESS;
+  g_owns_timestamps = same_clock;
   if (!same_clock) {
     uint64_t best_gap = UINT64_MAX;
     for (int i = 0; i < 16; ++i) {
@@ -379,16 +464,17 @@ CuptiAttach cupti_attach(const Settings& settings) {
 }
 
 void cupti_enable() {
-  for (const CUpti_CallbackId* id = kRecordedRuntimeCbids; *id; ++id)
-    g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
-  for (const CUpti_CallbackId* id = kRecordedDriverCbids; *id; ++id)
-    g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, *id);
-  g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  auto enable = [](CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    if (cbid < kCbidLimit) g_own_callback[domain][cbid] = true;
+    g_api.EnableCallback(1, g_subscriber, domain, cbid);
+  };
+  for (const CUpti_CallbackId* id = kRecordedRuntimeCbids; *id; ++id) enable(CUPTI_CB_DOMAIN_RUNTIME_API, *id);
+  for (const CUpti_CallbackId* id = kRecordedDriverCbids; *id; ++id) enable(CUPTI_CB_DOMAIN_DRIVER_API, *id);
+  enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   g_api.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION})
-    g_api.ActivityEnable(kind);
-  // Buffers come back at least this often, so a recording grows while the job runs.
+  for (CUpti_ActivityKind kind : kOwnKinds) g_api.ActivityEnable(kind);
+  // The period makes CUPTI hand back full buffers sooner; partly filled ones come back only from
+  // cuptiActivityFlushAll, which the recorder's flusher calls (cupti_flush_finished).
   if (g_api.ActivityFlushPeriod) g_api.ActivityFlushPeriod(kFlushPeriodMs);
   g_active.store(true, std::memory_order_release);
 }
@@ -397,6 +483,23 @@ void cupti_flush() {
   if (g_active.load(std::memory_order_acquire)) g_api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+void cupti_flush_finished() {
+  if (!g_active.load(std::memory_order_acquire)) return;
+  cupti_sharing::calibrate();
+  g_api.ActivityFlushAll(0);
+}
+
 bool cupti_active() { return g_active.load(std::memory_order_acquire); }
+void* cupti_library() { return g_library; }
+CUpti_SubscriberHandle cupti_subscriber() { return g_subscriber; }
+bool cupti_owns_timestamps() { return g_owns_timestamps; }
+bool cupti_own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return domain < CUPTI_CB_DOMAIN_SIZE && cbid < kCbidLimit && g_own_callback[domain][cbid];
+}
+bool cupti_own_kind(CUpti_ActivityKind kind) {
+  for (CUpti_ActivityKind k : kOwnKinds)
+    if (k == kind || (kind == CUPTI_ACTIVITY_KIND_KERNEL && k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return true;
+  return false;
+}
 
 }  // namespace gapwatch

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include <cupti.h>
+
 #include "settings.h"
 
 namespace gapwatch {
@@ -18,12 +20,28 @@ struct CuptiAttach {
   bool ok = false;
   uint32_t version = 0;
   std::string why_not;  // for the recording and one stderr line when !ok
+  bool already_loaded = false;  // the process had libcupti before gapwatch opened it
 };
 
 CuptiAttach cupti_attach(const Settings& settings);
 void cupti_enable();
-// Hands every finished record to the recorder (at exit, and when a context is destroyed).
+// Hands every record to the recorder, of unfinished work too (at exit, and when a context is
+// destroyed): CUPTI_ACTIVITY_FLAG_FLUSH_FORCED.
 void cupti_flush();
+// Hands the records of finished work to the recorder, partly filled buffers included: CUPTI's own
+// flushing returns full buffers only, so a light job would stream no device record without this.
+// The recorder's flusher calls it on its own schedule (never a user thread).
+void cupti_flush_finished();
 bool cupti_active();
+
+// For cupti_sharing.cpp: the libcupti in use (its dlopen handle, or nullptr), gapwatch's real
+// subscriber, whether CUPTI's timestamp callback is gapwatch's, and what gapwatch itself enabled.
+void* cupti_library();
+CUpti_SubscriberHandle cupti_subscriber();
+bool cupti_owns_timestamps();
+bool cupti_own_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+bool cupti_own_kind(CUpti_ActivityKind kind);
+// Whether another client's CUPTI calls reach cupti_sharing.cpp (LD_PRELOAD put gapwatch first).
+bool cupti_sharing_reachable();
 
 }  // namespace gapwatch

@@ -96,7 +96,18 @@ void ensure_started() {
   Recorder* recorder = Recorder::start(settings, probes, cupti.version, cupti.ok ? "" : cupti.why_not);
   if (recorder) {
     if (cupti.ok) {
+      recorder->set_device_record_pull(cupti_flush_finished);
       cupti_enable();
+      // Without LD_PRELOAD another CUPTI client here cannot share with gapwatch: it is refused a
+      // subscription (older Kineto: torch.profiler traces CPU only) or takes the activity API
+      // (current Kineto: gapwatch goes blind). Said once, where such a client is likely: the
+      // process had libcupti before gapwatch (PyTorch loads it at import).
+      if (cupti.already_loaded && !cupti_sharing_reachable())
+        log_line(settings, LogLevel::kWarn,
+                 "this process loaded libcupti before gapwatch: a profiler of its own (torch.profiler) cannot "
+                 "share CUPTI with gapwatch unless libgapwatch.so is preloaded (LD_PRELOAD); without it, that "
+                 "profiler loses its GPU activity or gapwatch its device records. Set GAPWATCH_DISABLE=1 to "
+                 "leave CUPTI to the other profiler");
     } else {
       g_symbol_mode.store(true, std::memory_order_release);
       log_line(settings, LogLevel::kWarn, "%s; recording %s", cupti.why_not.c_str(),

@@ -151,6 +151,13 @@ void FrameEncoder::batch(const BatchContent& b, std::string& out) {
     }
   }
   for (const auto& d : b.drops) w.message<batch::kDropsField>(item_, [&](ProtoWriter& m) { drop_counter(m, d); });
+  for (const auto& s : b.activity_api_spans)
+    w.message<batch::kActivityApiSpansField>(item_, [&](ProtoWriter& m) {
+      m.u64<wire::ActivityApiSpan::kStateField>(s.state);
+      m.u64<wire::ActivityApiSpan::kStartNsField>(s.start_ns);
+      m.u64<wire::ActivityApiSpan::kEndNsField>(s.end_ns);
+      m.string<wire::ActivityApiSpan::kClientField>(s.client);
+    });
   frame<wire::Frame::kBatchField>(out);
 }
 

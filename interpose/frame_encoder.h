@@ -128,8 +128,16 @@ struct NcclCallFields {
 };
 
 // What one batch carries; the events are in the order the flusher drained them.
+// gapwatch.v1.ActivityApiSpan.
+struct ActivityApiSpanFields {
+  uint32_t state = 0;  // wire::ActivityApiState
+  uint64_t start_ns = 0, end_ns = 0;
+  std::string client;
+};
+
 struct BatchContent {
   uint64_t sequence = 0;
+  std::vector<ActivityApiSpanFields> activity_api_spans;
   std::vector<StringDefinition> strings;
   std::vector<ApiCallFields> api_calls;
   std::vector<DeviceActivityFields> activities;

@@ -29,6 +29,12 @@ constexpr auto kFlushPeriod = std::chrono::milliseconds(50);
 constexpr uint32_t kDropSourceThreadRing = wire::DropSource::kThreadRing;
 constexpr uint32_t kDropSourceCupti = wire::DropSource::kCupti;
 constexpr uint32_t kDropSourceTransport = wire::DropSource::kTransport;
+constexpr uint32_t kDropSourceCuptiIncomplete = wire::DropSource::kCuptiIncomplete;
+// CUPTI is asked for finished records every second flush (100 ms): a record reaches the output at
+// most about that long after its work ended (docs/performance.md measures it), at ten
+// cuptiActivityFlushAll calls a second, as often as others call it (cupti-field-notes.md 1).
+constexpr uint64_t kDevicePullRounds = 2;
+constexpr const char* kBlindClient = "another client of CUPTI's activity API";
 
 pthread_key_t g_ring_key;
 
@@ -175,6 +181,11 @@ void Recorder::add_activities(const DeviceActivityFields* events, size_t count) 
   activities_.insert(activities_.end(), events, events + count);
 }
 
+void Recorder::note_activity_api_span(uint32_t state, uint64_t start_ns, uint64_t end_ns, const std::string& client) {
+  std::lock_guard<std::mutex> lock(span_mu_);
+  spans_.push_back({state, start_ns, end_ns, client});
+}
+
 void Recorder::note_nccl_comm(uint64_t comm, int32_t rank, int32_t nranks) {
   std::lock_guard<std::mutex> lock(comm_mu_);
   for (auto& c : comms_)
@@ -197,6 +208,8 @@ void Recorder::flusher_main() {
     flusher_wake_.wait_for(lock, kFlushPeriod);
     if (stopping_) break;
     lock.unlock();
+    if (++flush_rounds_ % kDevicePullRounds == 0)
+      if (auto pull = device_record_pull_.load(std::memory_order_acquire)) pull(), ++pulls_done_;
     flush_once(false);
     top_up_spares();
     lock.lock();
@@ -280,6 +293,7 @@ void Recorder::flush_once(bool final) {
         case EventType::kApiCall:
           b.api_calls.push_back(translate(e.api, tid));
           track_launch(e.api, b.api_calls.back().start_ns, tid);
+          note_proof_of_completion(e.api, b.api_calls.back(), tid);
           break;
         case EventType::kNcclCall: b.nccl_calls.push_back(translate(e.nccl, tid, comms)); break;
       }
@@ -306,17 +320,28 @@ void Recorder::flush_once(bool final) {
     activities_.clear();
   }
   track_activities(b.activities);
+  if (device_record_pull_.load(std::memory_order_relaxed)) watch_for_blindness(b.activities);
+  {
+    std::lock_guard<std::mutex> lock(span_mu_);
+    b.activity_api_spans.swap(spans_);
+    spans_.clear();
+  }
   strings_.take_new(&b.strings);
   uint64_t cupti_dropped = cupti_dropped_.load(std::memory_order_relaxed);
   if (cupti_dropped != cupti_dropped_sent_) {
     b.drops.push_back({kDropSourceCupti, 0, cupti_dropped});
     cupti_dropped_sent_ = cupti_dropped;
   }
+  uint64_t incomplete = cupti_incomplete_.load(std::memory_order_relaxed);
+  if (incomplete != cupti_incomplete_sent_) {
+    b.drops.push_back({kDropSourceCuptiIncomplete, 0, incomplete});
+    cupti_incomplete_sent_ = incomplete;
+  }
   if (uint64_t lost = no_ring_drops_.load(std::memory_order_relaxed)) b.drops.push_back({kDropSourceThreadRing, 0, lost});
   if (undelivered_) b.drops.push_back({kDropSourceTransport, 0, undelivered_});
   size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size();
   if (!final) maybe_heartbeat();
-  if (events == 0 && b.strings.empty() && b.drops.empty()) return;
+  if (events == 0 && b.strings.empty() && b.drops.empty() && b.activity_api_spans.empty()) return;
   b.sequence = sequence_;
   frame_.clear();
   encoder_.batch(b, frame_);
@@ -348,6 +373,73 @@ void Recorder::track_activities(const std::vector<DeviceActivityFields>& activit
     if (slot.correlation == a.correlation_id && !slot.finished) slot = LaunchSlot{};
     else slot = LaunchSlot{a.correlation_id, 0, nullptr, 0, true};
   }
+}
+
+// A launch is proven finished when its thread then returns from a call that waits for the device
+// (a sync, a synchronous copy). From the pull after that, CUPTI owes gapwatch its record.
+void Recorder::note_proof_of_completion(const ApiCallRecord& r, const ApiCallFields& f, uint32_t tid) {
+  if (r.return_code != 0) return;
+  if (r.kind == wire::ApiKind::kCaptureBegin) capturing_[tid] = true;
+  if (r.kind == wire::ApiKind::kCaptureEnd) capturing_[tid] = false;
+  if (r.kind == wire::ApiKind::kLaunch && r.correlation && !capturing_[tid]) {
+    auto& last = last_launch_by_thread_[tid];
+    if (!last.correlation) last = {r.correlation, f.start_ns, 0};
+    return;
+  }
+  if (!(r.flags & kFlagBlocked)) return;
+  auto it = last_launch_by_thread_.find(tid);
+  if (it == last_launch_by_thread_.end() || !it->second.correlation) return;
+  constexpr size_t kMaxAwaited = 64;
+  if (awaited_.size() < kMaxAwaited) awaited_.push_back({it->second.correlation, it->second.launch_ns, pulls_done_ + 1});
+  it->second = {};
+}
+
+// Device records stop arriving, although the work is proven finished, when another client of
+// CUPTI's process-wide activity API has replaced gapwatch's buffer callbacks (Kineto when
+// torch.profiler starts, without LD_PRELOAD putting gapwatch in front of it: cupti_sharing.h).
+// Then gapwatch is blind until records come again; the span goes into the recording and one line
+// to stderr. Not blind: a record CUPTI counted as dropped, or any device record in the last two
+// pulls (a launch on one stream followed by a sync of another proves nothing, but then the
+// other stream's records keep arriving).
+void Recorder::watch_for_blindness(const std::vector<DeviceActivityFields>& activities) {
+  uint64_t first_record_ns = UINT64_MAX;
+  for (const DeviceActivityFields& a : activities)
+    if (a.kind != wire::ActivityKind::kSync) first_record_ns = std::min(first_record_ns, a.start_ns);
+  if (first_record_ns != UINT64_MAX) {
+    last_record_pull_ = pulls_done_;
+    if (blind_since_ns_) {
+      note_activity_api_span(wire::ActivityApiState::kBlind, blind_since_ns_, std::max(first_record_ns, blind_since_ns_),
+                             kBlindClient);
+      log_line(settings_, LogLevel::kWarn, "device records arrive again; the recording lacks them for %.2f s",
+               double(std::max(first_record_ns, blind_since_ns_) - blind_since_ns_) / 1e9);
+      blind_since_ns_ = 0;
+    }
+  }
+  auto arrived = [&](const AwaitedLaunch& a) {
+    const LaunchSlot& slot = launch_slots_[a.correlation & (kLaunchSlots - 1)];
+    return slot.correlation != a.correlation || slot.finished;
+  };
+  awaited_.erase(std::remove_if(awaited_.begin(), awaited_.end(), arrived), awaited_.end());
+  const uint64_t dropped = cupti_dropped_.load(std::memory_order_relaxed);
+  const bool drops_explain = dropped != cupti_dropped_at_check_;
+  cupti_dropped_at_check_ = dropped;
+  if (blind_since_ns_ || awaited_.empty()) return;
+  const AwaitedLaunch& oldest = awaited_.front();
+  // The forced flush at exit is a last pull: what is still missing after it never came.
+  const bool last_pull = finished_.load(std::memory_order_relaxed) && first_record_ns == UINT64_MAX;
+  if (!last_pull && (pulls_done_ < oldest.proven_at_pull + 1 || pulls_done_ < last_record_pull_ + 2)) return;
+  if (drops_explain) {
+    awaited_.clear();
+    return;
+  }
+  blind_since_ns_ = oldest.launch_ns;
+  awaited_.clear();
+  note_activity_api_span(wire::ActivityApiState::kBlind, blind_since_ns_, 0, kBlindClient);
+  log_line(settings_, LogLevel::kWarn,
+           "device records stopped arriving although the work finished: another client of CUPTI's activity "
+           "API (torch.profiler?) has taken it over, and gapwatch records host calls only until it lets go. "
+           "Preload libgapwatch.so (LD_PRELOAD) so that both get every record, or set GAPWATCH_DISABLE=1 to "
+           "leave CUPTI to the other profiler");
 }
 
 void Recorder::maybe_heartbeat() {
@@ -420,6 +512,7 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   g.events_dropped = ring_drops + undelivered_;
   g.cupti_records_dropped = cupti_dropped_.load();
   if (g.cupti_records_dropped) g.drops.push_back({kDropSourceCupti, 0, g.cupti_records_dropped});
+  if (uint64_t incomplete = cupti_incomplete_.load()) g.drops.push_back({kDropSourceCuptiIncomplete, 0, incomplete});
   frame_.clear();
   encoder_.goodbye(g, frame_);
   bool written = sink_.write(frame_);

@@ -66,6 +66,15 @@ class Recorder {
   void add_activities(const DeviceActivityFields* events, size_t count);
   uint32_t intern(uint32_t kind, std::string_view text) { return strings_.intern(kind, text); }
   void set_cupti_dropped(uint64_t total) { cupti_dropped_.store(total, std::memory_order_relaxed); }
+  // Records CUPTI handed back unfinished (a forced flush), not recorded.
+  void count_cupti_incomplete(uint64_t n) { cupti_incomplete_.fetch_add(n, std::memory_order_relaxed); }
+  // What the flusher calls every kDevicePullRounds rounds, before it drains, to make CUPTI hand
+  // back the records of finished work (its own flushing returns full buffers only). Set once,
+  // before the first round can need it.
+  void set_device_record_pull(void (*pull)()) { device_record_pull_.store(pull, std::memory_order_release); }
+  // How gapwatch stands with CUPTI's activity API while another client uses it (wire::
+  // ActivityApiState): written with the next batch. Any thread; not a hot path.
+  void note_activity_api_span(uint32_t state, uint64_t start_ns, uint64_t end_ns, const std::string& client);
   // NCCL communicators: id and rank, filled at communicator init (not a hot path).
   void note_nccl_comm(uint64_t comm, int32_t rank, int32_t nranks);
 
@@ -147,11 +156,35 @@ class Recorder {
   std::mutex activity_mu_;
   std::vector<DeviceActivityFields> activities_;
 
+  std::mutex span_mu_;
+  std::vector<ActivityApiSpanFields> spans_;  // not yet written
+
+  // Blindness: device records that should have come and did not (flusher only; recorder.cpp).
+  struct AwaitedLaunch {
+    uint64_t correlation;
+    uint64_t launch_ns;
+    uint64_t proven_at_pull;  // the pull after which its record must be here
+  };
+  void note_proof_of_completion(const ApiCallRecord& r, const ApiCallFields& f, uint32_t tid);
+  void watch_for_blindness(const std::vector<DeviceActivityFields>& activities);
+  std::vector<AwaitedLaunch> awaited_;
+  // Per thread: its first launch since its last wait for the device (correlation 0: none).
+  std::unordered_map<uint32_t, AwaitedLaunch> last_launch_by_thread_;
+  std::unordered_map<uint32_t, bool> capturing_;  // tid -> inside stream capture
+  uint64_t pulls_done_ = 0;       // device pulls made (flusher thread)
+  uint64_t last_record_pull_ = 0; // the pull after which a device record last arrived
+  uint64_t blind_since_ns_ = 0;  // 0: not blind
+  uint64_t cupti_dropped_at_check_ = 0;
+
   std::mutex comm_mu_;
   std::vector<Comm> comms_;
 
   StringInterner strings_;
   std::atomic<uint64_t> cupti_dropped_{0};
+  std::atomic<uint64_t> cupti_incomplete_{0};
+  uint64_t cupti_incomplete_sent_ = 0;
+  std::atomic<void (*)()> device_record_pull_{nullptr};
+  uint64_t flush_rounds_ = 0;
 
   // Flusher state.
   std::thread flusher_;

@@ -95,6 +95,17 @@ struct DropCount {
   bool operator==(const DropCount&) const = default;
 };
 
+// How the recorder stood with CUPTI's activity API while another client used it
+// (gapwatch.v1.ActivityApiSpan); end_ns 0 = still open when last reported.
+struct ActivityApiSpan {
+  v1::ActivityApiState state = v1::ACTIVITY_API_STATE_UNSPECIFIED;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string client;
+
+  bool operator==(const ActivityApiSpan&) const = default;
+};
+
 // One string definition, (kind, id) -> text.
 struct StringDefinition {
   v1::StringKind kind = v1::STRING_KIND_UNSPECIFIED;

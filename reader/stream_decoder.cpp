@@ -219,8 +219,10 @@ static_assert(allSingularVarints(wire::ApiCall::kFields) && allSingularVarints(w
 static_assert(wire::ApiCall::kFieldCount == 17 && wire::DeviceActivity::kFieldCount == 13 &&
                   wire::NcclCall::kFieldCount == 14 && wire::Marker::kFieldCount == 5 &&
                   wire::DropCounter::kFieldCount == 3 && wire::StringDef::kFieldCount == 3 &&
-                  wire::EventBatch::kFieldCount == 8,
+                  wire::EventBatch::kFieldCount == 9,
               "a field was added to or removed from a batch message: update the fast path's switches");
+// EventBatch.activity_api_spans (a few per recording, with a string) is not read here: a batch that
+// carries one goes to libprotobuf, through the default case below.
 static_assert(wire::ApiCall::kMaxFieldNumber < (1u << 11) && wire::EventBatch::kMaxFieldNumber < (1u << 11),
               "readTag reads tags of at most two bytes");
 static_assert(batch::kSequenceField.type == wire::FieldType::kUint64 &&
@@ -278,6 +280,7 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
   out.nccl_calls.clear();
   out.markers.clear();
   out.drops.clear();
+  out.activity_api_spans.clear();
   uint64_t sequence = 0, base_time_ns = 0;
   // The running values start at base_time_ns; a batch whose base time comes after its first event
   // (no recorder writes one) is left to libprotobuf rather than decoded in two passes.
@@ -603,6 +606,11 @@ void StreamDecoder::decodeBatch(const v1::EventBatch& in, uint64_t offset) {
   out.drops.clear();
   for (const v1::DropCounter& d : in.drops()) {
     out.drops.push_back({d.source(), d.id(), d.dropped()});
+  }
+
+  out.activity_api_spans.clear();
+  for (const v1::ActivityApiSpan& s : in.activity_api_spans()) {
+    out.activity_api_spans.push_back({s.state(), s.start_ns(), s.end_ns(), s.client()});
   }
 
   visitor_.onBatch(out, strings_);

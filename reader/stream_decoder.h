@@ -32,6 +32,7 @@ struct DecodedBatch {
   std::vector<NcclCallEvent> nccl_calls;
   std::vector<MarkerEvent> markers;
   std::vector<DropCount> drops;
+  std::vector<ActivityApiSpan> activity_api_spans;
 };
 
 // Receives a stream's content in order. Every method has an empty default, so a visitor

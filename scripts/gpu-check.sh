@@ -313,7 +313,7 @@ run_job() {
     skip="torch not importable"
   elif ((!self_test && !have_cuda)) && [[ "$mode" != plain || "$job" == launch_graphed ]]; then
     skip="no CUDA device: only plain CPU runs"
-  elif [[ "$mode" =~ ^(gapwatch|both|inject|kineto_first)$ ]] && ((!have_lib)); then
+  elif [[ "$mode" =~ ^(gapwatch|both|inject|both_inject)$ ]] && ((!have_lib)); then
     skip="libgapwatch.so not found at $lib"
   elif ((rem < 25)); then
     skip="out of time budget ($(remaining) s left, 20 s of it kept for the summary and the archive)"
@@ -340,10 +340,10 @@ run_job() {
     gapwatch) envs+=("LD_PRELOAD=$lib${LD_PRELOAD:+:$LD_PRELOAD}" "GAPWATCH_OUTPUT=$dir/rec.gwt") ;;
     inject) envs+=("CUDA_INJECTION64_PATH=$lib") ;; # default output name, in the run folder
     both) envs+=("LD_PRELOAD=$lib${LD_PRELOAD:+:$LD_PRELOAD}" "GAPWATCH_OUTPUT=$dir/rec.gwt") ;;
-    kineto_first) envs+=("LD_PRELOAD=$lib${LD_PRELOAD:+:$LD_PRELOAD}" "GAPWATCH_OUTPUT=$dir/rec.gwt"
-      KINETO_USE_DAEMON=1) ;;
+    both_inject) envs=(env -u GAPWATCH_OUTPUT PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+      "CUDA_INJECTION64_PATH=$lib" "GAPWATCH_OUTPUT=$dir/rec.gwt") ;; # no LD_PRELOAD: no sharing
   esac
-  if [[ "$mode" =~ ^(torchprof|both|kineto_first)$ ]]; then
+  if [[ "$mode" =~ ^(torchprof|both|both_inject)$ ]]; then
     active=5
     [[ "$job" == launch_* ]] && active=3
     pargs+=(--profiler torch --trace-out "$dir/trace.json" --prof-wait "$warmup" --prof-warmup 2
@@ -406,7 +406,7 @@ if ((optional)); then
   run_job launch_graphed gapwatch
   run_job launch_bound both
   run_job launch_graphed torchprof
-  run_job data_bound kineto_first
+  run_job data_bound both_inject
 fi
 
 # ---- gapwatch's own report, where the CLI was carried along ------------------------------------

@@ -20,6 +20,18 @@ using analysis::ProcessAnalysis;
 double ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
 
 
+// Spans with another client of CUPTI's activity API; an open span ends with the recording.
+json activityApiSpans(const ProcessAnalysis& p, const analysis::RecordingOverview& o) {
+  json spans = json::array();
+  for (const ActivityApiSpan& s : p.activity_api_spans)
+    spans.push_back({{"state", s.state == v1::ACTIVITY_API_STATE_BLIND ? "blind" : "shared"},
+                     {"start_ns", s.start_ns},
+                     {"end_ns", s.end_ns ? s.end_ns : o.span_end_ns},
+                     {"open", s.end_ns == 0},
+                     {"client", s.client}});
+  return spans;
+}
+
 json causesJson(const std::array<uint64_t, analysis::kIdleCauseCount>& by_cause) {
   json out = json::object();
   for (std::size_t c = 0; c < analysis::kIdleCauseCount; ++c) {
@@ -212,12 +224,14 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"recorded_ns", o.spanNs()},
           {"probes", probes},
           {"cupti_unavailable", p.cupti_unavailable},
+          {"activity_api_spans", activityApiSpans(p, o)},
           {"device_timeline", p.device_timeline},
           {"truncated", p.truncated},
           {"late_events", p.late_events},
           {"drops",
            {{"events_dropped", p.events_dropped},
             {"cupti_records_dropped", p.cupti_records_dropped},
+            {"cupti_records_incomplete", p.cupti_records_incomplete},
             {"transport_events_dropped", o.transport_events_dropped},
             {"batches_missing", o.health.batches_missing}}},
           {"events",

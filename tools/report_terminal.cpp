@@ -177,6 +177,19 @@ void printProcess(const ProcessAnalysis& p, const analysis::RecordingOverview& o
   if (p.probes.empty()) out << "none listed";
   out << '\n';
   if (!p.cupti_unavailable.empty()) row(out, "no CUPTI") << printable(p.cupti_unavailable) << '\n';
+  for (const ActivityApiSpan& s : p.activity_api_spans) {
+    const uint64_t end = s.end_ns ? s.end_ns : o.span_end_ns;
+    const std::string when = "+" + formatDuration(s.start_ns > o.span_start_ns ? s.start_ns - o.span_start_ns : 0) +
+                             " to " + (s.end_ns ? "+" + formatDuration(end > o.span_start_ns ? end - o.span_start_ns : 0)
+                                                : std::string("the end"));
+    if (s.state == v1::ACTIVITY_API_STATE_BLIND)
+      row(out, "CUPTI blind") << "from " << when << " (" << formatDuration(end > s.start_ns ? end - s.start_ns : 0)
+                              << "): " << printable(s.client)
+                              << " took the activity API; device records of that span are missing, so its idle time is "
+                                 "not measured. Preload libgapwatch.so to share CUPTI instead\n";
+    else
+      row(out, "CUPTI") << "shared with " << printable(s.client) << " from " << when << "; every record kept\n";
+  }
 
   row(out, "events") << plural(o.api_calls, "API call", "API calls") << " ("
                      << plural(o.launches, "launch", "launches") << "), "
@@ -442,6 +455,10 @@ void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverv
   if (p.events_dropped > 0) parts.push_back(plural(p.events_dropped, "event", "events") + " dropped in the recorder");
   if (p.cupti_records_dropped > 0) {
     parts.push_back(plural(p.cupti_records_dropped, "CUPTI record", "CUPTI records") + " dropped");
+  }
+  if (p.cupti_records_incomplete > 0) {
+    parts.push_back(plural(p.cupti_records_incomplete, "device record", "device records") +
+                    " of work unfinished at the end (not counted)");
   }
   if (o.transport_events_dropped > 0) {
     parts.push_back(plural(o.transport_events_dropped, "event", "events") + " lost in transport");

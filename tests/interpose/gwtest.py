@@ -47,6 +47,15 @@ def dump(path):
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 
+def file_header():
+    """The 12 bytes a .gwt file begins with (magic, format version), which a stream from the socket
+    lacks: prefixed to a stream, they make it a recording the CLI reads."""
+    import re
+    with open(os.path.join(BUILD, "proto", "format", "gapwatch", "recording_format.h")) as f:
+        version = int(re.search(r"kFileFormatVersion = (\d+)", f.read()).group(1))
+    return bytes([0x89]) + b"GWT\r\n\x1a\n" + version.to_bytes(4, "little")
+
+
 def main(test_module_name):
     import unittest
     result = unittest.main(module=test_module_name, exit=False, verbosity=2).result

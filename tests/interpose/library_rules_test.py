@@ -19,6 +19,11 @@ HOOKED = {
     "cudaFree", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost", "ncclAllReduce", "ncclBroadcast", "ncclReduce",
     "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd",
     "ncclCommInitRank", "ncclCommDestroy",
+    # The CUPTI functions another client shares CUPTI through (cupti_sharing.h).
+    "cuptiSubscribe", "cuptiSubscribe_v2", "cuptiUnsubscribe", "cuptiEnableCallback", "cuptiEnableDomain",
+    "cuptiEnableAllDomains", "cuptiGetCallbackState", "cuptiActivityRegisterCallbacks", "cuptiActivityEnable",
+    "cuptiActivityDisable", "cuptiActivityFlushAll", "cuptiActivityFlushPeriod", "cuptiActivityGetNextRecord",
+    "cuptiActivityRegisterTimestampCallback", "cuptiFinalize",
 }
 
 

@@ -5,11 +5,21 @@
 //   - one subscriber per process: a second cuptiSubscribe(_v2) fails with
 //     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and names the holder in oldSubscriberName;
 //     SIMCUDA_CUPTI_HELD_BY=<tool> simulates a tool (Nsight Systems, Kineto...) that got there first;
-//   - activity records reach the client only through its buffers, on CUPTI's own worker thread,
-//     when a buffer is full, every cuptiActivityFlushPeriod, or at cuptiActivityFlushAll; records
-//     that find no buffer are dropped and counted;
-//   - timestamps are CLOCK_REALTIME ns unless a timestamp callback was registered before the first
-//     cuptiActivityEnable (the documented Linux default), so a client must align clocks itself;
+//   - activity records reach the client only through its buffers. CUPTI's own worker thread fills
+//     them as work finishes and hands a buffer back only when it is full: the flush period, too,
+//     "can return only those activity buffers which are full" (cupti_activity.h, CUDA 13.0). A
+//     partly filled buffer comes back only from cuptiActivityFlushAll: flag 0 returns the records
+//     of finished work; CUPTI_ACTIVITY_FLAG_FLUSH_FORCED also returns records of work still in
+//     flight, with start = end = 0, and those records are never delivered again. Records that find
+//     no buffer are dropped and counted;
+//   - the activity API is process-wide, not per subscriber: cuptiActivityRegisterCallbacks
+//     replaces the previous client's callbacks (a buffer being filled goes, when it is handed back,
+//     to whoever is registered then), cuptiActivityEnable/Disable switch a kind for every client,
+//     and a timestamp callback is the clock of every record from its registration on (the last
+//     registration wins). Current Kineto calls these directly when torch.profiler starts, without
+//     subscribing (cupti-field-notes.md section 3);
+//   - timestamps are CLOCK_REALTIME ns unless a timestamp callback was registered (the documented
+//     Linux default), so a client must align clocks itself; cuptiGetTimestamp reads the same clock;
 //   - SIMCUDA_CUPTI_VERSION=<n> makes cuptiGetVersion report another version, to test the check.
 // The driver (libcuda.so.1) calls in through simcuda::CuptiSink; records are pulled from the
 // driver's op log with simcuda::collect_completed.
@@ -75,21 +85,45 @@ uint64_t realtime_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// Offset from the device's clock (CLOCK_MONOTONIC) to the clock CUPTI reports in, measured now, as
-// the real CUPTI converts GPU timestamps into the CPU domain during post-processing.
-// The reading bracketed most tightly by two device-clock readings wins, so the conversion adds
-// tens of nanoseconds of error, not the cost of a preempted call.
-int64_t clock_offset() {
-  CUpti_TimestampCallbackFunc cb = g_timestamp_cb.load();
-  int64_t best = 0;
+// The map from the device's clock (CLOCK_MONOTONIC) to the clock CUPTI reports in, as the real
+// CUPTI converts GPU timestamps into the CPU domain: linear, with the rate of the target clock
+// (a timestamp callback may count TSC ticks, as Kineto's does), measured between a reading taken
+// when the clock was chosen and one taken now. The reading bracketed most tightly by two
+// device-clock readings wins, so the conversion adds tens of nanoseconds of error.
+struct ClockMap {
+  uint64_t mono = 0, target = 0;  // a reading of both clocks
+  double rate = 1.0;              // target units per device ns
+  uint64_t operator()(uint64_t t) const { return uint64_t(int64_t(target) + int64_t(double(int64_t(t - mono)) * rate)); }
+};
+
+std::mutex g_clock_mu;
+ClockMap g_anchor;                       // the first reading of the current clock
+CUpti_TimestampCallbackFunc g_anchor_cb = nullptr;
+
+ClockMap read_clock(CUpti_TimestampCallbackFunc cb) {
+  ClockMap best;
   uint64_t tightest = UINT64_MAX;
   for (int i = 0; i < 5; ++i) {
     uint64_t before = now_ns();
     uint64_t target = cb ? cb() : realtime_ns();
     uint64_t after = now_ns();
-    if (after - before < tightest) tightest = after - before, best = int64_t(target - (before + (after - before) / 2));
+    if (after - before < tightest) tightest = after - before, best.mono = before + (after - before) / 2, best.target = target;
   }
   return best;
+}
+
+ClockMap clock_map() {
+  CUpti_TimestampCallbackFunc cb = g_timestamp_cb.load();
+  ClockMap now = read_clock(cb);
+  std::lock_guard<std::mutex> lock(g_clock_mu);
+  if (!g_anchor.mono || g_anchor_cb != cb) {
+    g_anchor = now;
+    g_anchor_cb = cb;
+    return now;  // rate 1 until there is a second reading
+  }
+  if (now.mono - g_anchor.mono > 1000000)
+    now.rate = double(int64_t(now.target - g_anchor.target)) / double(int64_t(now.mono - g_anchor.mono));
+  return now;
 }
 
 // ---- the driver's hook -----------------------------------------------------------------------------
@@ -169,14 +203,21 @@ uint8_t* reserve_locked(size_t bytes) {
   return at;
 }
 
-void emit_op(const SimDeviceOp& op, uint32_t graph_id, int64_t offset) {
+// `finished` false: a record of work still in flight, which a forced flush hands out with
+// start = end = 0 (the device has not written its times yet).
+void emit_op(const SimDeviceOp& timed_op, uint32_t graph_id, const ClockMap& to_cupti, bool finished) {
+  SimDeviceOp op = timed_op;
+  if (!finished) {
+    op.start_ns = op.end_ns = op.queued_ns = 0;
+  }
+  auto stamp = [&](uint64_t t) { return finished ? to_cupti(t) : 0; };
   if (op.kind == SIM_OP_KERNEL) {
     auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(reserve_locked(sizeof(CUpti_ActivityKernel10)));
     if (!r) return void(g_dropped++);
     memset(r, 0, sizeof *r);
     r->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    r->start = op.start_ns + uint64_t(offset);
-    r->end = op.end_ns + uint64_t(offset);
+    r->start = stamp(op.start_ns);
+    r->end = stamp(op.end_ns);
     r->completed = r->end;
     r->deviceId = op.device;
     r->contextId = op.device + 1;
@@ -186,7 +227,7 @@ void emit_op(const SimDeviceOp& op, uint32_t graph_id, int64_t offset) {
     r->correlationId = uint32_t(op.correlation_id);
     r->gridId = ++g_gridId;
     r->name = op.name;
-    if (g_latency_timestamps) r->queued = r->submitted = op.queued_ns + uint64_t(offset);
+    if (g_latency_timestamps) r->queued = r->submitted = stamp(op.queued_ns);
     r->graphId = graph_id;
   } else if (op.kind == SIM_OP_MEMCPY) {
     auto* r = reinterpret_cast<CUpti_ActivityMemcpy6*>(reserve_locked(sizeof(CUpti_ActivityMemcpy6)));
@@ -198,8 +239,8 @@ void emit_op(const SimDeviceOp& op, uint32_t graph_id, int64_t offset) {
     r->dstKind = uint8_t(op.dst_kind);
     r->flags = op.is_async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
     r->bytes = op.bytes;
-    r->start = op.start_ns + uint64_t(offset);
-    r->end = op.end_ns + uint64_t(offset);
+    r->start = stamp(op.start_ns);
+    r->end = stamp(op.end_ns);
     r->deviceId = op.device;
     r->contextId = op.device + 1;
     r->streamId = uint32_t(op.stream);
@@ -213,8 +254,8 @@ void emit_op(const SimDeviceOp& op, uint32_t graph_id, int64_t offset) {
     memset(r, 0, sizeof *r);
     r->kind = CUPTI_ACTIVITY_KIND_MEMSET;
     r->bytes = op.bytes;
-    r->start = op.start_ns + uint64_t(offset);
-    r->end = op.end_ns + uint64_t(offset);
+    r->start = stamp(op.start_ns);
+    r->end = stamp(op.end_ns);
     r->deviceId = op.device;
     r->contextId = op.device + 1;
     r->streamId = uint32_t(op.stream);
@@ -225,14 +266,14 @@ void emit_op(const SimDeviceOp& op, uint32_t graph_id, int64_t offset) {
   }
 }
 
-void emit_sync(const simcuda::SyncRecord& s, int64_t offset) {
+void emit_sync(const simcuda::SyncRecord& s, const ClockMap& to_cupti) {
   auto* r = reinterpret_cast<CUpti_ActivitySynchronization2*>(reserve_locked(sizeof(CUpti_ActivitySynchronization2)));
   if (!r) return void(g_dropped++);
   memset(r, 0, sizeof *r);
   r->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
   r->type = s.type;
-  r->start = s.start_ns + uint64_t(offset);
-  r->end = s.end_ns + uint64_t(offset);
+  r->start = to_cupti(s.start_ns);
+  r->end = to_cupti(s.end_ns);
   r->correlationId = s.correlation_id;
   r->contextId = s.context_id;
   r->streamId = s.stream_id;
@@ -240,28 +281,31 @@ void emit_sync(const simcuda::SyncRecord& s, int64_t offset) {
   r->cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
 }
 
-// Moves finished work from the driver into client buffers; hands a partly filled buffer back only
-// when `deliver_partial` (a flush, or the flush period elapsed).
-void pump(bool deliver_partial) {
+enum class Pump {
+  kWorker,  // CUPTI's worker: finished work into buffers, full buffers back
+  kFlush,   // cuptiActivityFlushAll(0): and the partly filled buffer back
+  kForced,  // cuptiActivityFlushAll(FORCED): and work still in flight, with zero times
+};
+
+// Moves work from the driver into client buffers and hands buffers back as `how` says.
+void pump(Pump how) {
   std::lock_guard<std::recursive_mutex> lock(g_deliver_mu);
   simcuda::Completed done;
-  simcuda::collect_completed(now_ns(), &g_op_cursor, &g_sync_cursor, &done);
-  int64_t offset = clock_offset();
-  for (size_t i = 0; i < done.ops.size(); ++i) emit_op(done.ops[i], done.op_graph_ids[i], offset);
-  for (const auto& s : done.syncs) emit_sync(s, offset);
-  if (deliver_partial) deliver_locked();
+  simcuda::collect_completed(now_ns(), &g_op_cursor, &g_sync_cursor, &done, how == Pump::kForced);
+  const ClockMap to_cupti = clock_map();
+  for (size_t i = 0; i < done.ops.size(); ++i) emit_op(done.ops[i], done.op_graph_ids[i], to_cupti, done.op_finished[i]);
+  for (const auto& s : done.syncs) emit_sync(s, to_cupti);
+  if (how != Pump::kWorker) deliver_locked();
 }
 
+// The flush period changes nothing here: a periodic flush returns full buffers only, and a buffer
+// is handed back as soon as it is full.
 void worker_main() {
-  uint64_t last_flush = now_ns();
   std::unique_lock<std::mutex> lock(g_worker_mu);
   for (;;) {
     g_worker_wake.wait_for(lock, std::chrono::milliseconds(1));
     lock.unlock();
-    uint32_t period = g_flush_period_ms.load();
-    bool periodic = period && now_ns() - last_flush >= uint64_t(period) * 1000000ull;
-    pump(periodic);
-    if (periodic) last_flush = now_ns();
+    pump(Pump::kWorker);
     lock.lock();
   }
 }
@@ -418,8 +462,8 @@ CUPTI_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t vali
   return CUPTI_SUCCESS;
 }
 
-CUPTI_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
-  pump(true);
+CUPTI_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  pump(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED ? Pump::kForced : Pump::kFlush);
   return CUPTI_SUCCESS;
 }
 
@@ -446,7 +490,7 @@ CUPTI_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampC
 
 CUPTI_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
   if (!timestamp) return CUPTI_ERROR_INVALID_PARAMETER;
-  *timestamp = now_ns() + uint64_t(clock_offset());
+  *timestamp = clock_map()(now_ns());
   return CUPTI_SUCCESS;
 }
 
@@ -486,7 +530,7 @@ CUPTI_EXPORT CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t* device) {
 CUPTI_EXPORT CUptiResult cuptiFinalize(void) {
   // Everything finished is handed over first; then CUPTI detaches from the process: no subscriber,
   // no enabled activity, nothing left traced. A later cuptiSubscribe attaches again.
-  pump(true);
+  pump(Pump::kForced);
   {
     std::lock_guard<std::mutex> lock(g_subscribe_mu);
     g_subscriber.store(nullptr);

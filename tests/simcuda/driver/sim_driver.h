@@ -211,9 +211,13 @@ SIMCUDA_EXPORT void add_sync_record(const SyncRecord& record);
 struct Completed {
   std::vector<SimDeviceOp> ops;
   std::vector<uint32_t> op_graph_ids;
+  std::vector<bool> op_finished;  // false: still in flight, handed out by a forced flush
   std::vector<SyncRecord> syncs;
 };
-SIMCUDA_EXPORT void collect_completed(uint64_t now, uint64_t* op_cursor, uint64_t* sync_cursor, Completed* out);
+// `in_flight_too`: also hand out traced work that has not finished (a forced CUPTI flush); it is
+// then delivered, and never again.
+SIMCUDA_EXPORT void collect_completed(uint64_t now, uint64_t* op_cursor, uint64_t* sync_cursor, Completed* out,
+                                      bool in_flight_too = false);
 // Drops what was traced but not yet handed out (cuptiFinalize).
 SIMCUDA_EXPORT void forget_traced();
 

@@ -537,7 +537,7 @@ void add_sync_record(const SyncRecord& record) {
   s.syncs.push_back(record);
 }
 
-void collect_completed(uint64_t now, uint64_t* op_cursor, uint64_t* sync_cursor, Completed* out) {
+void collect_completed(uint64_t now, uint64_t* op_cursor, uint64_t* sync_cursor, Completed* out, bool in_flight_too) {
   DeviceState& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   resolve_locked(s);
@@ -545,9 +545,11 @@ void collect_completed(uint64_t now, uint64_t* op_cursor, uint64_t* sync_cursor,
   for (uint64_t i = *op_cursor; i < s.ops.size(); ++i) {
     OpState& st = s.states[i];
     bool settled = !st.traced || st.delivered;
-    if (!settled && st.resolved && s.ops[i].end_ns <= now) {
+    const bool finished = st.resolved && s.ops[i].end_ns <= now;
+    if (!settled && (finished || in_flight_too)) {
       out->ops.push_back(s.ops[i]);
       out->op_graph_ids.push_back(st.graph_id);
+      out->op_finished.push_back(finished);
       st.delivered = true;
       settled = true;
     }

@@ -265,6 +265,47 @@ TEST_CASE("records reach the client only when flushed or when a buffer fills", "
   CHECK(!records().empty());
 }
 
+TEST_CASE("the flush period hands back full buffers only", "[cupti][activity]") {
+  // Real CUPTI's periodic flush "can return only those activity buffers which are full"
+  // (cupti_activity.h, CUDA 13.0); a simulator that returned partial ones on the period hid that
+  // a light job streams nothing (issue 9).
+  records();
+  REQUIRE(cuptiActivityFlushPeriod(1) == CUPTI_SUCCESS);
+  REQUIRE(simtest::launch(kernel(), 1000) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  // Timing: 50 periods; a slower machine cannot make a partial buffer come back.
+  struct timespec pause{0, 50000000};
+  nanosleep(&pause, nullptr);
+  CHECK(records().empty());
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  CHECK(!records().empty());
+  REQUIRE(cuptiActivityFlushPeriod(0) == CUPTI_SUCCESS);
+}
+
+TEST_CASE("a forced flush hands back work still in flight with zero times, once", "[cupti][activity]") {
+  records();
+  // Timing: 3 s of device time on a stream of its own, far longer than the two flushes that
+  // follow take on any machine; later cases' device syncs wait for it.
+  cudaStream_t side = nullptr;
+  REQUIRE(cudaStreamCreate(&side) == cudaSuccess);
+  REQUIRE(simtest::launch(kernel(), int64_t(3) * 1000000000, side) == cudaSuccess);
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  CHECK(records().empty());  // not finished: flag 0 leaves it
+  REQUIRE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+  int in_flight = 0;
+  for (CUpti_Activity* r : records()) {
+    if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+    auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(r);
+    ++in_flight;
+    CHECK(k->start == 0);
+    CHECK(k->end == 0);
+    CHECK(k->correlationId != 0);
+  }
+  CHECK(in_flight == 1);
+  REQUIRE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+  CHECK(records().empty());  // handed out once
+}
+
 TEST_CASE("records that find no buffer are dropped and counted", "[cupti][activity]") {
   size_t before = 0, after = 0;
   REQUIRE(cuptiActivityGetNumDroppedRecords(nullptr, 0, &before) == CUPTI_SUCCESS);
