@@ -9,7 +9,10 @@
 //   - makes a third with ncclCommInitRankScalable;
 //   - calls all-reduce, all-to-all, gather, scatter, bcast on the default communicator, an
 //     all-reduce on each of the other two, and a send/recv ring in a group.
+// With NCCL_STYLE_UNHOOKED_INIT=1 the default communicator is made through NCCL's profiling name
+// pncclCommInitRankConfig, which no LD_PRELOAD hook sees: its first sight is in a collective.
 // It prints one line per call site it used, so a test can compare: "call <op> <rank> <nranks>".
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +91,11 @@ int run_rank(int rank, int world) {
   config.blocking = 0;
   config.commName = "default_pg";
   ncclComm_t world_comm = nullptr;
-  ncclResult_t r = ncclCommInitRankConfig(&world_comm, world, id, rank, &config);
+  auto init = &ncclCommInitRankConfig;
+  if (getenv("NCCL_STYLE_UNHOOKED_INIT"))
+    init = reinterpret_cast<decltype(init)>(dlsym(RTLD_DEFAULT, "pncclCommInitRankConfig"));
+  if (!init) return fail("dlsym pncclCommInitRankConfig", 0);
+  ncclResult_t r = init(&world_comm, world, id, rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) return fail("ncclCommInitRankConfig", r);
   ncclResult_t state = ncclInProgress;
   while (state == ncclInProgress)

@@ -76,6 +76,13 @@ class NcclRoutes(unittest.TestCase):
             self.assertEqual(sends[0]["peer"], (rank + 1) % WORLD)
             self.assertEqual(sends[0]["group_depth"], 1)
 
+    def test_preload_learns_rank_and_size_of_a_communicator_first_seen_in_a_call(self):
+        # The default communicator made through pncclCommInitRankConfig: no hook saw it made.
+        recordings = self.record("preload", plugin=False, extra={"NCCL_STYLE_UNHOOKED_INIT": "1"})
+        self.check_collectives(recordings, "LD_PRELOAD, unhooked init")
+        for calls in recordings.values():
+            self.assertEqual(len([c for c in calls if c["op"] == "comm_init"]), 2, calls)  # split, scalable
+
     def test_plugin_alone_records_every_collective(self):
         recordings = self.record("injection", plugin=True)
         self.check_collectives(recordings, "plugin v6")
@@ -98,6 +105,28 @@ class NcclRoutes(unittest.TestCase):
         for rank in range(WORLD):
             ops = lambda calls: collections.Counter((c["op"], c["rank"], c["nranks"]) for c in calls)
             self.assertEqual(ops(both[rank]), ops(hooks[rank]), "rank %d" % rank)
+
+    def test_nccl_says_which_plugin_version_it_loaded(self):
+        for max_version, want in ((None, "(v6)"), ("5", "(v5)"), ("4", "(v4)")):
+            extra = {"NCCL_DEBUG": "INFO", "NCCL_PROFILER_PLUGIN": gwtest.LIB}
+            if max_version:
+                extra["GAPWATCH_SIM_NCCL_PROFILER_MAX"] = max_version
+            r = gwtest.run([JOB, "1"], gwtest.gapwatch_env("injection", tempfile.mkdtemp(), extra))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            loaded = [l for l in r.stderr.splitlines() if "PROFILER/Plugin: Loaded" in l]
+            self.assertEqual(len(loaded), 1, r.stderr)
+            self.assertIn("Loaded gapwatch " + want, loaded[0])
+
+    def test_no_plugin_with_none_or_a_missing_library(self):
+        for value in ("none", "/nonexistent/libnccl-profiler-x.so"):
+            out = tempfile.mkdtemp(prefix="gw-nccl-routes-")
+            env = gwtest.gapwatch_env("injection", out, {"NCCL_DEBUG": "INFO", "NCCL_PROFILER_PLUGIN": value})
+            r = gwtest.run([JOB, str(WORLD)], env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("Loaded", r.stderr)
+            for f in os.listdir(out):
+                calls = [e for e in gwtest.dump(os.path.join(out, f)) if e["type"] == "nccl_call"]
+                self.assertEqual(calls, [], value)
 
     def test_plugin_without_recording_leaves_the_job_alone(self):
         out = tempfile.mkdtemp(prefix="gw-nccl-routes-")
