@@ -11,6 +11,8 @@
 //     all-reduce on each of the other two, and a send/recv ring in a group.
 // With NCCL_STYLE_UNHOOKED_INIT=1 the default communicator is made through NCCL's profiling name
 // pncclCommInitRankConfig, which no LD_PRELOAD hook sees: its first sight is in a collective.
+// `nccl_pytorch_style all N` instead runs one process with N devices (SIMCUDA_DEVICES=N): one
+// ncclCommInitAll, then one all-reduce per communicator in a group (one thread drives all ranks).
 // It prints one line per call site it used, so a test can compare: "call <op> <rank> <nranks>".
 #include <dlfcn.h>
 #include <errno.h>
@@ -140,9 +142,37 @@ int run_rank(int rank, int world) {
   return 0;
 }
 
+int run_all(int ndev) {
+  const size_t n = static_cast<size_t>(ndev);
+  std::vector<ncclComm_t> comms(n, nullptr);
+  std::vector<cudaStream_t> streams(n);
+  std::vector<void*> bufs(n);
+  for (int d = 0; d < ndev; ++d) {
+    if (cudaSetDevice(d) != cudaSuccess || cudaStreamCreate(&streams[size_t(d)]) != cudaSuccess ||
+        cudaMalloc(&bufs[size_t(d)], 4096) != cudaSuccess)
+      return fail("setting up a device", d);
+  }
+  ncclResult_t r = ncclCommInitAll(comms.data(), ndev, nullptr);
+  if (r != ncclSuccess) return fail("ncclCommInitAll", r);
+  ncclGroupStart();
+  for (int d = 0; d < ndev; ++d)
+    if ((r = ncclAllReduce(bufs[size_t(d)], bufs[size_t(d)], 1024, ncclFloat32, ncclSum, comms[size_t(d)],
+                           streams[size_t(d)])) != ncclSuccess)
+      return fail("AllReduce", r);
+  if ((r = ncclGroupEnd()) != ncclSuccess) return fail("GroupEnd", r);
+  for (int d = 0; d < ndev; ++d) {
+    cudaSetDevice(d);
+    if (cudaStreamSynchronize(streams[size_t(d)]) != cudaSuccess) return fail("cudaStreamSynchronize", d);
+    printf("call all_reduce %d %d\n", d, ndev);
+  }
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && !strcmp(argv[1], "all")) return run_all(atoi(argv[2]) > 0 ? atoi(argv[2]) : 2);
   const char* rank = getenv("RANK");
   if (!rank) {
     int ranks = argc > 1 ? atoi(argv[1]) : 2;

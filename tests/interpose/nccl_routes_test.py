@@ -83,6 +83,26 @@ class NcclRoutes(unittest.TestCase):
         for calls in recordings.values():
             self.assertEqual(len([c for c in calls if c["op"] == "comm_init"]), 2, calls)  # split, scalable
 
+    def test_init_all_gives_each_device_its_rank(self):
+        # One process, one rank per device (ncclCommInitAll), under both routes.
+        for mode, plugin in (("preload", False), ("injection", True), ("preload", True)):
+            out = tempfile.mkdtemp(prefix="gw-nccl-routes-")
+            env = gwtest.gapwatch_env(mode, out, {"SIMCUDA_DEVICES": "2"})
+            env.pop("NCCL_PROFILER_PLUGIN", None)
+            if plugin:
+                env["NCCL_PROFILER_PLUGIN"] = gwtest.LIB
+            r = gwtest.run([JOB, "all", "2"], env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            files = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".gwt")]
+            self.assertEqual(len(files), 1)
+            calls = [e for e in gwtest.dump(files[0]) if e["type"] == "nccl_call"]
+            got = collections.Counter((c["op"], c["rank"], c["nranks"]) for c in calls if c["op"] != "group_start"
+                                      and c["op"] != "group_end" and c["op"] != "comm_destroy")
+            want = collections.Counter({("all_reduce", 0, 2): 1, ("all_reduce", 1, 2): 1})
+            if mode == "preload":
+                want.update({("comm_init", 0, 2): 1, ("comm_init", 1, 2): 1})
+            self.assertEqual(got, want, "%s%s: %s" % (mode, " + plugin" if plugin else "", calls))
+
     def test_plugin_alone_records_every_collective(self):
         recordings = self.record("injection", plugin=True)
         self.check_collectives(recordings, "plugin v6")
