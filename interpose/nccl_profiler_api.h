@@ -217,4 +217,16 @@ struct ProfilerV6 {
   ncclResult_t (*finalize)(void* context);
 };
 
+// The offsets NCCL reads and writes (x86-64 and aarch64 LP64), checked against NVIDIA's
+// definitions when this header was written: a change here would break the ABI silently.
+static_assert(offsetof(EventDescrV4, rank) == 16 && offsetof(EventDescrV4, coll) == 24);
+static_assert(offsetof(EventDescrV4, coll.count) == 56 && offsetof(EventDescrV4, coll.datatype) == 72);
+static_assert(offsetof(EventDescrV4, p2p.count) == 48 && offsetof(EventDescrV4, p2p.peer) == 56);
+static_assert(offsetof(EventDescrV4, kernelCh.pTimer) == 32 && sizeof(EventDescrV4) == 104);
+static_assert(offsetof(EventDescrV6, collApi.count) == 32 && offsetof(EventDescrV6, collApi.root) == 48);
+static_assert(offsetof(EventDescrV6, collApi.stream) == 56 && offsetof(EventDescrV6, p2pApi.stream) == 48);
+static_assert(offsetof(EventDescrV6, coll.parentGroup) == 104 && offsetof(EventDescrV6, p2p.parentGroup) == 64);
+static_assert(offsetof(EventDescrV6, groupApi.groupDepth) == 28 && offsetof(EventDescrV6, kernelCh.pTimer) == 32);
+static_assert(offsetof(ProfilerV4, finalize) == 40 && offsetof(ProfilerV6, finalize) == 40);
+
 }  // namespace gapwatch::nccl_profiler
