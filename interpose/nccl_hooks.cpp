@@ -28,8 +28,10 @@ thread_local int t_group_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 // Communicators whose rank and size the recorder has: a fixed open-addressed set of handles, read
 // without a lock on every call. Full (more communicators than slots, which no job has), a
-// communicator is asked again on each call: slower, still right.
+// communicator is asked again on each call: slower, still right. A destroyed communicator's slot
+// becomes a tombstone, so a new one at the same address is asked again.
 constexpr size_t kKnownComms = 1024;
+constexpr uint64_t kTombstone = 1;  // never a communicator's address
 std::atomic<uint64_t> g_known_comms[kKnownComms];
 
 size_t comm_slot(uint64_t handle) { return size_t((handle >> 4) * 0x9e3779b97f4a7c15ull >> 54) % kKnownComms; }
@@ -47,6 +49,16 @@ void remember_comm(uint64_t handle) {
   for (size_t i = comm_slot(handle), n = 0; n < kKnownComms; ++n, i = (i + 1) % kKnownComms) {
     uint64_t expected = 0;
     if (g_known_comms[i].compare_exchange_strong(expected, handle, std::memory_order_acq_rel) || expected == handle)
+      return;
+  }
+}
+
+void forget_comm(const void* comm) {
+  const uint64_t handle = reinterpret_cast<uint64_t>(comm);
+  if (!handle) return;
+  for (size_t i = comm_slot(handle), n = 0; n < kKnownComms; ++n, i = (i + 1) % kKnownComms) {
+    uint64_t expected = handle;
+    if (g_known_comms[i].compare_exchange_strong(expected, kTombstone, std::memory_order_acq_rel) || expected == 0)
       return;
   }
 }
@@ -85,8 +97,6 @@ struct NcclCallInfo {
   cudaStream_t stream;
 };
 
-// `exit` is read by the caller right after the real call returns: the recorded interval is NCCL's,
-// not NCCL's plus the hook's own bookkeeping.
 // Rank and size of a communicator the recorder has not seen created (once per communicator).
 void learn_comm(Recorder* recorder, ncclComm_t comm) {
   using RankFn = ncclResult_t (*)(const ncclComm_t, int*);
@@ -99,10 +109,14 @@ void learn_comm(Recorder* recorder, ncclComm_t comm) {
   note_comm(recorder, comm, rank, nranks);
 }
 
+// `exit` is read by the caller right after the real call returns: the recorded interval is NCCL's,
+// not NCCL's plus the hook's own bookkeeping. A communicator is asked about only after a call NCCL
+// accepted (a handle it refused may not be a communicator at all), and never after its destroy.
 void record(const NcclCallInfo& c, uint64_t enter, uint64_t exit, ncclResult_t result) {
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
-  if (c.comm && __builtin_expect(!comm_known(reinterpret_cast<uint64_t>(c.comm)), 0))
+  if (c.comm && c.op != op::kCommDestroy && (result == ncclSuccess || result == ncclInProgress) &&
+      __builtin_expect(!comm_known(reinterpret_cast<uint64_t>(c.comm)), 0))
     learn_comm(recorder, static_cast<ncclComm_t>(const_cast<void*>(c.comm)));
   NcclCallRecord* e = recorder->reserve_nccl_call();
   if (!e) return;
@@ -318,6 +332,7 @@ GAPWATCH_HOOK ncclResult_t ncclCommAbort(ncclComm_t comm) {
   ncclResult_t r = real(comm);
   uint64_t exit = enter ? host_ticks() : 0;
   if (enter) record({op::kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, exit, r);
+  if (r == ncclSuccess) forget_comm(comm);
   return r;
 }
 
@@ -326,5 +341,6 @@ GAPWATCH_HOOK ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   ncclResult_t r = real(comm);
   uint64_t exit = enter ? host_ticks() : 0;
   if (enter) record({op::kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, exit, r);
+  if (r == ncclSuccess) forget_comm(comm);
   return r;
 }
