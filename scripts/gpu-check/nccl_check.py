@@ -177,6 +177,15 @@ def main():
             r["mode"], r.get("rc", r.get("skipped")), r.get("plugin_versions"), len(r.get("recordings", {}))))
     if args.self_test:
         ok = all(r.get("rc") == 0 and r.get("plugin_versions") == [6] and r.get("job") for r in results)
+        # The environments the real runs would get, without running them.
+        want = {"preload": {"LD_PRELOAD"}, "plugin": {"NCCL_PROFILER_PLUGIN", "CUDA_INJECTION64_PATH"},
+                "both": {"LD_PRELOAD", "NCCL_PROFILER_PLUGIN"}}
+        for mode, keys in want.items():
+            env = environment(mode, "/lib/libgapwatch.so", args.out, 1)
+            got = {k for k in ("LD_PRELOAD", "NCCL_PROFILER_PLUGIN", "CUDA_INJECTION64_PATH") if k in env}
+            if got != keys or env.get("NCCL_DEBUG") != "INFO":
+                print("nccl_check: self-test: %s environment has %s, wants %s" % (mode, sorted(got), sorted(keys)))
+                ok = False
         print("nccl_check: self-test %s" % ("passed" if ok else "FAILED"))
         return 0 if ok else 1
     return 0
