@@ -213,8 +213,7 @@ struct KernelName {
   operator const char*() const { return text; }
 };
 
-// Launches now, or keeps it for the group's end. `enter` is read first thing in the API entry
-// point, where an interposed profiler's own clock read also is.
+// What the plugin's events say about a call.
 simnccl::ProfilerOp profiler_op(const PendingOp& op) {
   bool p2p = op.collective == "Send" || op.collective == "Recv";
   return {op.collective.c_str(), op.count, op.datatype, op.root_or_peer, nullptr, nullptr,
@@ -238,6 +237,9 @@ void launch_with_events(const std::vector<PendingOp*>& ops, const char* kernel, 
   simnccl::profiler_group_stop(pc, group);
 }
 
+// Launches now, or keeps it for the group's end. `enter` is read first thing in the API entry
+// point, where an interposed profiler's own clock read also is.
+// The call's API event (v5+) spans it, entry to return.
 ncclResult_t submit(const char* api, PendingOp op, const char* kernel, uint64_t enter) {
   if (!op.comm) return ncclInvalidArgument;
   ensure_initialized();
