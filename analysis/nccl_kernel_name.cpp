@@ -99,6 +99,9 @@ std::string_view ncclCollectiveName(NcclCollective collective) {
     case NcclCollective::kReduce: return "reduce";
     case NcclCollective::kSendRecv: return "send_recv";
     case NcclCollective::kGeneric: return "generic";
+    case NcclCollective::kAllToAll: return "all_to_all";
+    case NcclCollective::kGather: return "gather";
+    case NcclCollective::kScatter: return "scatter";
   }
   return "generic";
 }
@@ -126,6 +129,9 @@ std::optional<NcclCollective> ncclCollectiveOfOp(v1::NcclOp op) {
     case v1::NCCL_OP_REDUCE_SCATTER: return NcclCollective::kReduceScatter;
     case v1::NCCL_OP_SEND:
     case v1::NCCL_OP_RECV: return NcclCollective::kSendRecv;
+    case v1::NCCL_OP_ALL_TO_ALL: return NcclCollective::kAllToAll;
+    case v1::NCCL_OP_GATHER: return NcclCollective::kGather;
+    case v1::NCCL_OP_SCATTER: return NcclCollective::kScatter;
     default: return std::nullopt;
   }
 }

@@ -29,11 +29,16 @@ enum class NcclCollective : uint8_t {
   kReduce,
   kSendRecv,  // point to point: send, recv and their fused kernel
   kGeneric,   // an NCCL kernel whose collective the name does not tell
+  // NCCL 2.28's all-to-all, gather and scatter: known from the host call (their kernel is a
+  // SendRecv one, which the host call's collective then names).
+  kAllToAll,
+  kGather,
+  kScatter,
 };
-inline constexpr std::size_t kNcclCollectiveCount = 7;
+inline constexpr std::size_t kNcclCollectiveCount = 10;
 
-// "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send_recv", "generic":
-// the names NcclTypeStats.op uses.
+// "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send_recv", "generic",
+// "all_to_all", "gather", "scatter": the names NcclTypeStats.op uses.
 std::string_view ncclCollectiveName(NcclCollective collective);
 
 // The collective of an NCCL kernel name (mangled, demangled or plain), or nullopt when the name is

@@ -163,7 +163,12 @@ void NcclStatsStage::onActivity(const DeviceActivityEvent& activity) {
     collective = collectiveOfKernel(activity.name_id);
     if (collective) {
       const NcclLaunchTracker::Launcher launcher = launches_.launcherOf(activity);
-      if (*collective == NcclCollective::kGeneric && launcher.collective) collective = launcher.collective;
+      // A generic kernel takes its host call's collective; so does a SendRecv kernel that an
+      // all-to-all, gather or scatter launched (NCCL runs them as point-to-point transfers).
+      if (launcher.collective &&
+          (*collective == NcclCollective::kGeneric ||
+           (*collective == NcclCollective::kSendRecv && *launcher.collective >= NcclCollective::kAllToAll)))
+        collective = launcher.collective;
       NcclTypeStats& stats = by_type_[static_cast<std::size_t>(*collective)];
       ++stats.kernels;
       stats.device_ns += end_ns - activity.start_ns;

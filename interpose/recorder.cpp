@@ -257,8 +257,13 @@ NcclCallFields Recorder::translate(const NcclCallRecord& r, uint32_t tid, std::v
   size_t k = 0;
   while (k < comms.size() && comms[k].handle != handle) ++k;
   if (k == comms.size()) {
+    // Noted after this flush copied the list (a hook learned it just before publishing), or never:
+    // the shared list has it, or gets it now, and the copy is refreshed so ids stay in step.
     note_nccl_comm(handle, -1, 0);
-    comms.push_back({handle, -1, 0});
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    comms = comms_;
+    k = 0;
+    while (k < comms.size() && comms[k].handle != handle) ++k;
   }
   f.rank = comms[k].rank;
   f.nranks = comms[k].nranks;

@@ -1,5 +1,6 @@
 """The hard rules of the injected library (ARCHITECTURE.md section 4, issue 3):
-- it exports only InitializeInjection, the hooked symbols and gapwatch_*, and needs no CUDA
+- it exports only InitializeInjection, the hooked symbols, the NCCL profiler plugin structs and
+  gapwatch_*, and needs no CUDA
   library, libprotobuf, spdlog, fmt or C++ runtime;
 - in a process that never initialises CUDA it does nothing: same output, same exit code, no
   file, no line on stderr;
@@ -18,13 +19,16 @@ HOOKED = {
     "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaEventRecord", "cudaStreamWaitEvent", "cudaMalloc",
     "cudaFree", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost", "ncclAllReduce", "ncclBroadcast", "ncclReduce",
     "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd",
-    "ncclCommInitRank", "ncclCommDestroy",
+    "ncclCommInitRank", "ncclCommDestroy", "ncclBcast", "ncclAlltoAll", "ncclGather", "ncclScatter",
+    "ncclCommInitRankConfig", "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit", "ncclCommAbort",
     # The CUPTI functions another client shares CUPTI through (cupti_sharing.h).
     "cuptiSubscribe", "cuptiSubscribe_v2", "cuptiUnsubscribe", "cuptiEnableCallback", "cuptiEnableDomain",
     "cuptiEnableAllDomains", "cuptiGetCallbackState", "cuptiActivityRegisterCallbacks", "cuptiActivityEnable",
     "cuptiActivityDisable", "cuptiActivityFlushAll", "cuptiActivityFlushPeriod", "cuptiActivityGetNextRecord",
     "cuptiActivityRegisterTimestampCallback", "cuptiFinalize",
 }
+# The NCCL profiler plugin's structs (NCCL_PROFILER_PLUGIN names libgapwatch.so).
+PLUGIN = {"ncclProfiler_v6", "ncclProfiler_v5", "ncclProfiler_v4"}
 
 
 class ExportsAndDependencies(unittest.TestCase):
@@ -32,7 +36,9 @@ class ExportsAndDependencies(unittest.TestCase):
         out = subprocess.run(["nm", "-D", "--defined-only", gwtest.LIB], capture_output=True, text=True, check=True)
         names = {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
         self.assertIn("InitializeInjection", names)
-        unexpected = {n for n in names if n != "InitializeInjection" and n not in HOOKED and not n.startswith("gapwatch_")}
+        self.assertLessEqual(PLUGIN, names)
+        unexpected = {n for n in names if n != "InitializeInjection" and n not in HOOKED | PLUGIN
+                      and not n.startswith("gapwatch_")}
         self.assertEqual(unexpected, set())
 
     def test_needs_no_cuda_protobuf_spdlog_fmt_or_cxx_runtime(self):

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace gapwatch;
@@ -18,6 +19,7 @@ constexpr uint32_t kAllReduceKernel = 1;
 constexpr uint32_t kGenericKernel = 2;
 constexpr uint32_t kGemm = 3;
 constexpr uint32_t kAllGatherKernel = 4;
+constexpr uint32_t kSendRecvKernel = 5;
 
 StringTable kernelNames() {
   StringTable strings;
@@ -26,6 +28,7 @@ StringTable kernelNames() {
   strings.define(v1::STRING_KIND_KERNEL_NAME, kGenericKernel, "_Z21ncclDevKernel_Generic24ncclDevKernelArgsStorageILm4096EE");
   strings.define(v1::STRING_KIND_KERNEL_NAME, kGemm, "_Z13gemm_bf16_128PKfS0_Pf");
   strings.define(v1::STRING_KIND_KERNEL_NAME, kAllGatherKernel, "ncclDevKernel_AllGather_RING_LL");
+  strings.define(v1::STRING_KIND_KERNEL_NAME, kSendRecvKernel, "_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm4096EE");
   return strings;
 }
 
@@ -261,4 +264,35 @@ TEST_CASE("one launch whose kernel never arrives does not hold the matched ones 
     tracker.launcherOf(kernel(kAllReduceKernel, us(2'000'000) + i, us(2'000'000) + i + 1, i));
   }
   CHECK(tracker.pendingLaunches() <= 4096);
+}
+
+TEST_CASE("all-to-all, gather and scatter have rows of their own, with the SendRecv kernels they launch",
+          "[nccl_stats]") {
+  const StringTable strings = kernelNames();
+  NcclStatsStage stage;
+  stage.setStrings(&strings);
+  stage.onNcclCall(ncclCall(v1::NCCL_OP_ALL_TO_ALL, us(0), us(20), 2048));
+  stage.onApiCall(driverLaunch(us(5), us(15), 21));
+  stage.onNcclCall(ncclCall(v1::NCCL_OP_GATHER, us(30), us(40), 256));
+  stage.onApiCall(driverLaunch(us(32), us(38), 22));
+  stage.onNcclCall(ncclCall(v1::NCCL_OP_SCATTER, us(50), us(60), 256));
+  stage.onApiCall(driverLaunch(us(52), us(58), 23));
+  stage.onNcclCall(ncclCall(v1::NCCL_OP_SEND, us(70), us(80), 64));
+  stage.onApiCall(driverLaunch(us(72), us(78), 24));
+  stage.onActivity(kernel(kSendRecvKernel, us(100), us(200), 21));
+  stage.onActivity(kernel(kSendRecvKernel, us(200), us(210), 22));
+  stage.onActivity(kernel(kSendRecvKernel, us(210), us(230), 23));
+  stage.onActivity(kernel(kSendRecvKernel, us(230), us(270), 24));
+  stage.finish();
+  const NcclStats& stats = stage.stats();
+  for (const auto& [op, calls, bytes, device_ns] :
+       {std::tuple{"all_to_all", 1u, 2048u, us(100)}, std::tuple{"gather", 1u, 256u, us(10)},
+        std::tuple{"scatter", 1u, 256u, us(20)}, std::tuple{"send_recv", 1u, 64u, us(40)}}) {
+    const NcclTypeStats* row = typeStats(stats, op);
+    REQUIRE(row);
+    CHECK(row->calls == calls);
+    CHECK(row->bytes == bytes);
+    CHECK(row->kernels == 1);
+    CHECK(row->device_ns == device_ns);
+  }
 }

@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <stddef.h>
+
 #include <algorithm>
 #include <atomic>
 #include <random>
@@ -32,6 +34,7 @@
 #include <nccl.h>
 
 #include "../driver/sim_driver.h"
+#include "profiler_host.h"
 
 namespace {
 
@@ -42,27 +45,43 @@ constexpr int kSlots = 4096;
 constexpr int64_t kHostCallNs = 5000;  // host time of a collective call, on top of the launch
 constexpr uint64_t kInitTimeoutNs = 60ull * 1000000000ull;
 constexpr const char* kIdMagic = "gapwatch-simnccl:";
+constexpr unsigned kConfigMagic = 0xcafebeef;  // what NCCL_CONFIG_INITIALIZER writes
+constexpr int kSplitSlots = 16;
 
 struct Slot {
   std::atomic<uint64_t> seq_plus_one[kMaxRanks];
   std::atomic<uint64_t> start_ns[kMaxRanks];
 };
 
+// ncclCommSplit is collective over the parent: each rank posts its color and key under the
+// split's sequence number, then reads everyone's.
+struct SplitSlot {
+  std::atomic<uint64_t> seq_plus_one[kMaxRanks];
+  int32_t color[kMaxRanks];
+  int32_t key[kMaxRanks];
+};
+
 struct SharedComm {
   std::atomic<uint32_t> joined;
   std::atomic<uint32_t> epoch;  // bumped by every publish; a process-shared futex word
   Slot slots[kSlots];
+  SplitSlot splits[kSplitSlots];
 };
 
 }  // namespace
 
 struct ncclComm {
   SharedComm* shared = nullptr;
+  std::string segment;  // the shared segment's name, which split communicators derive theirs from
+  uint64_t hash = 0;    // what NCCL calls commHash: the same on every rank
   int nranks = 0;
   int rank = 0;
   int device = 0;
+  bool nonblocking = false;
   uint64_t next_seq = 0;
+  uint64_t next_split = 0;
   std::string last_error;
+  simnccl::ProfilerComm profiler;
 };
 
 namespace {
@@ -73,6 +92,11 @@ struct PendingOp {
   uint64_t bytes;          // the call's own payload
   ncclComm_t comm;
   cudaStream_t stream;
+  // What the profiler plugin's task event describes.
+  size_t count = 0;
+  ncclDataType_t datatype = ncclUint8;
+  int root_or_peer = -1;
+  void* api_event = nullptr;  // the call's CollApi/P2pApi event, the task's parent (v5+)
 };
 
 thread_local int t_group_depth = 0;
@@ -189,22 +213,54 @@ struct KernelName {
   operator const char*() const { return text; }
 };
 
+// What the plugin's events say about a call.
+simnccl::ProfilerOp profiler_op(const PendingOp& op) {
+  bool p2p = op.collective == "Send" || op.collective == "Recv";
+  return {op.collective.c_str(), op.count, op.datatype, op.root_or_peer, nullptr, nullptr,
+          reinterpret_cast<void*>(op.stream), op.comm->next_seq, p2p};
+}
+
+// The task events NCCL gives a plugin for one kernel's worth of enqueued work: v4 wraps them in a
+// Group event; v5+ parents each to its API event and adds the KernelLaunch.
+void launch_with_events(const std::vector<PendingOp*>& ops, const char* kernel, uint64_t wire, uint64_t* sid) {
+  ncclComm_t comm = ops[0]->comm;
+  simnccl::ProfilerComm& pc = comm->profiler;
+  void* group = simnccl::profiler_version() == 4 ? simnccl::profiler_group_start(pc) : nullptr;
+  std::vector<void*> tasks;
+  for (PendingOp* op : ops)
+    tasks.push_back(simnccl::profiler_task_start(pc, profiler_op(*op), group ? group : op->api_event));
+  void* launch = simnccl::profiler_launch_start(pc, reinterpret_cast<void*>(ops[0]->stream), ops[0]->api_event);
+  launch_kernel(comm, ops[0]->stream, kernel, wire, sid);
+  simnccl::profiler_launch_stop(pc, launch);
+  // A task's stop means NCCL enqueued it, not that it ran.
+  for (void* t : tasks) simnccl::profiler_task_stop(pc, t);
+  simnccl::profiler_group_stop(pc, group);
+}
+
 // Launches now, or keeps it for the group's end. `enter` is read first thing in the API entry
 // point, where an interposed profiler's own clock read also is.
+// The call's API event (v5+) spans it, entry to return.
 ncclResult_t submit(const char* api, PendingOp op, const char* kernel, uint64_t enter) {
   if (!op.comm) return ncclInvalidArgument;
   ensure_initialized();
   SimApiCall* call = open_nccl_call(api, enter, op.bytes);
+  op.api_event = simnccl::profiler_api_start(op.comm->profiler, profiler_op(op));
   uint64_t sid = 0;
   if (t_group_depth > 0) {
     t_group.push_back(op);
     sid = stream_id(resolve_stream(op.stream, op.comm->device));
   } else {
     spend(kHostCallNs);
-    launch_kernel(op.comm, op.stream, kernel_name(kernel), op.wire_bytes, &sid);
+    launch_with_events({&op}, kernel_name(kernel), op.wire_bytes, &sid);
   }
+  simnccl::profiler_api_stop(op.comm->profiler, op.api_event);
   close_nccl_call(call, sid);
   return ncclSuccess;
+}
+
+bool is_p2p_kernel(const std::string& collective) {
+  return collective == "Send" || collective == "Recv" || collective == "AlltoAll" || collective == "Gather" ||
+         collective == "Scatter";
 }
 
 uint64_t ring_bytes(const char* coll, uint64_t bytes, int nranks) {
@@ -238,13 +294,37 @@ NCCL_EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId* id) {
 }
 NCCL_ALIAS(ncclResult_t, ncclGetUniqueId, ncclUniqueId* id);
 
-NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* out, int nranks, ncclUniqueId id, int rank) {
-  uint64_t enter = now_ns();
-  ensure_initialized();
-  if (!out || nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
-  if (strncmp(id.internal, kIdMagic, strlen(kIdMagic)) != 0) return ncclInvalidArgument;
-  std::string name = "/" + std::string(id.internal).replace(0, strlen(kIdMagic), "gapwatch-simnccl-");
-  int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+namespace {
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// What NCCL takes from a config: NCCL_CONFIG_INITIALIZER's magic must be there (an uninitialised
+// config is an error), and only the fields its `size` covers are read.
+struct ConfigView {
+  bool nonblocking = false;
+  const char* comm_name = nullptr;
+};
+
+bool read_config(const ncclConfig_t* config, ConfigView* out) {
+  *out = ConfigView{};
+  if (!config) return true;
+  if (config->magic != kConfigMagic || config->size < offsetof(ncclConfig_t, blocking) + sizeof(int)) return false;
+  // blocking: 1 (and NCCL_CONFIG_UNDEF_INT, the default) blocks; 0 makes calls return
+  // ncclInProgress, to be polled with ncclCommGetAsyncError.
+  out->nonblocking = config->blocking == 0;
+  if (config->size >= offsetof(ncclConfig_t, commName) + sizeof(const char*)) out->comm_name = config->commName;
+  return true;
+}
+
+// Maps (creating) the communicator's shared segment and joins it. `wait`: block until every rank
+// joined, as a blocking init does; ncclCommInitAll joins all its ranks from one thread and cannot.
+ncclResult_t join(const std::string& segment, int nranks, int rank, int device, uint64_t hash, uint32_t joining,
+                  bool wait, uint64_t enter, ncclComm_t* out) {
+  int fd = shm_open(segment.c_str(), O_CREAT | O_RDWR, 0600);
   if (fd < 0) return ncclSystemError;
   if (ftruncate(fd, sizeof(SharedComm)) != 0) {
     close(fd);
@@ -255,21 +335,147 @@ NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* out, int nranks, ncclUniq
   if (p == MAP_FAILED) return ncclSystemError;
   auto* comm = new ncclComm;
   comm->shared = static_cast<SharedComm*>(p);
+  comm->segment = segment;
+  comm->hash = hash;
   comm->nranks = nranks;
   comm->rank = rank;
-  comm->device = current_device();
-  // Init is collective: every rank waits for the others, as real NCCL does.
-  comm->shared->joined.fetch_add(1);
-  while (comm->shared->joined.load() < uint32_t(nranks)) {
-    if (now_ns() - enter > kInitTimeoutNs) return ncclSystemError;
-    usleep(100);
+  comm->device = device;
+  comm->shared->joined.fetch_add(joining);
+  if (wait) {
+    // Init is collective: every rank waits for the others, as real NCCL does.
+    while (comm->shared->joined.load() < uint32_t(nranks)) {
+      if (now_ns() - enter > kInitTimeoutNs) return ncclSystemError;
+      usleep(100);
+    }
+    // Every rank has it mapped now; leave nothing in /dev/shm.
+    if (rank == 0) shm_unlink(segment.c_str());
   }
-  if (rank == 0) shm_unlink(name.c_str());  // every rank has it mapped now; leave nothing in /dev/shm
   *out = comm;
-  close_nccl_call(open_nccl_call("ncclCommInitRank", enter, 0), 0);
   return ncclSuccess;
 }
+
+void start_profiling(ncclComm_t comm, const char* comm_name) {
+  simnccl::profiler_init_comm(comm->profiler, comm->hash, comm_name, comm->nranks, comm->rank);
+}
+
+ncclResult_t init_rank(const char* api, ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
+                       const ncclConfig_t* config, uint64_t enter) {
+  ensure_initialized();
+  ConfigView cv;
+  if (!out || nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  if (!read_config(config, &cv)) return ncclInvalidArgument;
+  if (strncmp(id.internal, kIdMagic, strlen(kIdMagic)) != 0) return ncclInvalidArgument;
+  std::string segment = "/" + std::string(id.internal).replace(0, strlen(kIdMagic), "gapwatch-simnccl-");
+  ncclResult_t r = join(segment, nranks, rank, current_device(), fnv1a(id.internal, strlen(id.internal)), 1, true,
+                        enter, out);
+  if (r != ncclSuccess) return r;
+  (*out)->nonblocking = cv.nonblocking;
+  start_profiling(*out, cv.comm_name);
+  close_nccl_call(open_nccl_call(api, enter, 0), 0);
+  return cv.nonblocking ? ncclInProgress : ncclSuccess;
+}
+
+}  // namespace
+
+NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* out, int nranks, ncclUniqueId id, int rank) {
+  uint64_t enter = now_ns();
+  return init_rank("ncclCommInitRank", out, nranks, id, rank, nullptr, enter);
+}
 NCCL_ALIAS(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId id, int rank);
+
+// How PyTorch's ProcessGroupNCCL creates its communicators (with a config, often non-blocking).
+NCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* out, int nranks, ncclUniqueId id, int rank,
+                                                 ncclConfig_t* config) {
+  uint64_t enter = now_ns();
+  return init_rank("ncclCommInitRankConfig", out, nranks, id, rank, config, enter);
+}
+NCCL_ALIAS(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+           ncclConfig_t* config);
+
+// Several ids only speed up real NCCL's bootstrap; the ranks meet under the first one here.
+NCCL_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t* out, int nranks, int myrank, int nId,
+                                                   ncclUniqueId* commIds, ncclConfig_t* config) {
+  uint64_t enter = now_ns();
+  if (nId < 1 || !commIds) return ncclInvalidArgument;
+  return init_rank("ncclCommInitRankScalable", out, nranks, commIds[0], myrank, config, enter);
+}
+NCCL_ALIAS(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+           ncclUniqueId* commIds, ncclConfig_t* config);
+
+// One process, ndev ranks, rank i on devlist[i] (or device i).
+NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  uint64_t enter = now_ns();
+  ensure_initialized();
+  if (!comms || ndev < 1 || ndev > kMaxRanks) return ncclInvalidArgument;
+  for (int i = 0; i < ndev; ++i)
+    if ((devlist ? devlist[i] : i) < 0 || (devlist ? devlist[i] : i) >= device_count()) return ncclInvalidArgument;
+  ncclUniqueId id;
+  pncclGetUniqueId(&id);
+  std::string segment = "/" + std::string(id.internal).replace(0, strlen(kIdMagic), "gapwatch-simnccl-");
+  uint64_t hash = fnv1a(id.internal, strlen(id.internal));
+  for (int i = 0; i < ndev; ++i) {
+    ncclResult_t r = join(segment, ndev, i, devlist ? devlist[i] : i, hash, i == 0 ? uint32_t(ndev) : 0, false,
+                          enter, &comms[i]);
+    if (r != ncclSuccess) return r;
+  }
+  shm_unlink(segment.c_str());
+  for (int i = 0; i < ndev; ++i) start_profiling(comms[i], nullptr);
+  close_nccl_call(open_nccl_call("ncclCommInitAll", enter, 0), 0);
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist);
+
+// Collective over `comm`: the ranks of one color form a communicator, ordered by key then by their
+// rank in the parent; NCCL_SPLIT_NOCOLOR gets none (*newcomm = NULL). PyTorch's new_group splits
+// the default communicator this way.
+NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                        ncclConfig_t* config) {
+  uint64_t enter = now_ns();
+  ConfigView cv;
+  if (!comm || !newcomm || (color < 0 && color != NCCL_SPLIT_NOCOLOR)) return ncclInvalidArgument;
+  if (!read_config(config, &cv)) return ncclInvalidArgument;
+  uint64_t seq = comm->next_split++;
+  SplitSlot& slot = comm->shared->splits[seq % kSplitSlots];
+  slot.color[comm->rank] = color;
+  slot.key[comm->rank] = key;
+  slot.seq_plus_one[comm->rank].store(seq + 1, std::memory_order_release);
+  for (int r = 0; r < comm->nranks; ++r)
+    while (slot.seq_plus_one[r].load(std::memory_order_acquire) < seq + 1) {
+      if (now_ns() - enter > kInitTimeoutNs) return ncclSystemError;
+      usleep(100);
+    }
+  std::vector<std::pair<int, int>> members;  // (key, parent rank) of this color
+  for (int r = 0; r < comm->nranks; ++r)
+    if (color != NCCL_SPLIT_NOCOLOR && slot.color[r] == color) members.push_back({slot.key[r], r});
+  // Every rank has read the slot before any rank can reuse it kSplitSlots splits later: a rank
+  // that gets that far has passed the joins of the splits in between, which need all ranks.
+  *newcomm = nullptr;
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    close_nccl_call(open_nccl_call("ncclCommSplit", enter, 0), 0);
+    return cv.nonblocking ? ncclInProgress : ncclSuccess;
+  }
+  std::sort(members.begin(), members.end());
+  int new_rank = 0;
+  while (members[new_rank].second != comm->rank) ++new_rank;
+  std::string segment = comm->segment + "-s" + std::to_string(seq) + "c" + std::to_string(color);
+  uint64_t hash = fnv1a(segment.data(), segment.size(), comm->hash);
+  ncclResult_t r = join(segment, int(members.size()), new_rank, comm->device, hash, 1, true, enter, newcomm);
+  if (r != ncclSuccess) return r;
+  (*newcomm)->nonblocking = cv.nonblocking;
+  start_profiling(*newcomm, cv.comm_name);
+  close_nccl_call(open_nccl_call("ncclCommSplit", enter, 0), 0);
+  return cv.nonblocking ? ncclInProgress : ncclSuccess;
+}
+NCCL_ALIAS(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+           ncclConfig_t* config);
+
+// A non-blocking communicator is ready once its init returned; this is where callers poll it.
+NCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (!comm || !asyncError) return ncclInvalidArgument;
+  *asyncError = ncclSuccess;
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);
 
 NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   uint64_t enter = now_ns();
@@ -283,6 +489,7 @@ NCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   // The mapping stays: device ops still pending may read their rendezvous slots.
+  simnccl::profiler_finalize_comm(comm->profiler);
   close_nccl_call(open_nccl_call("ncclCommDestroy", enter, 0), 0);
   return ncclSuccess;
 }
@@ -291,6 +498,7 @@ NCCL_ALIAS(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) {
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
+  simnccl::profiler_finalize_comm(comm->profiler);
   close_nccl_call(open_nccl_call("ncclCommAbort", enter, 0), 0);
   return ncclSuccess;
 }
@@ -336,7 +544,7 @@ NCCL_EXPORT ncclResult_t pncclAllReduce(const void*, void*, size_t count, ncclDa
   if (!comm) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
   KernelName k("ncclDevKernel_AllReduce_%s_%s_RING_LL", op_name(op), type_name(datatype));
-  return submit("ncclAllReduce", {"AllReduce", ring_bytes("AllReduce", bytes, comm->nranks), bytes, comm, stream}, k, enter);
+  return submit("ncclAllReduce", {"AllReduce", ring_bytes("AllReduce", bytes, comm->nranks), bytes, comm, stream, count, datatype, -1}, k, enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
@@ -346,7 +554,7 @@ NCCL_EXPORT ncclResult_t pncclBroadcast(const void*, void*, size_t count, ncclDa
   uint64_t enter = now_ns();
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
-  return submit("ncclBroadcast", {"Broadcast", bytes, bytes, comm, stream}, "ncclDevKernel_Broadcast_RING_LL", enter);
+  return submit("ncclBroadcast", {"Broadcast", bytes, bytes, comm, stream, count, datatype, root}, "ncclDevKernel_Broadcast_RING_LL", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
            int root, ncclComm_t comm, cudaStream_t stream);
@@ -357,7 +565,7 @@ NCCL_EXPORT ncclResult_t pncclReduce(const void*, void*, size_t count, ncclDataT
   if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
   KernelName k("ncclDevKernel_Reduce_%s_%s_RING_LL", op_name(op), type_name(datatype));
-  return submit("ncclReduce", {"Reduce", bytes, bytes, comm, stream}, k, enter);
+  return submit("ncclReduce", {"Reduce", bytes, bytes, comm, stream, count, datatype, root}, k, enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
@@ -367,7 +575,7 @@ NCCL_EXPORT ncclResult_t pncclAllGather(const void*, void*, size_t sendcount, nc
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   uint64_t bytes = sendcount * type_size(datatype) * uint64_t(comm->nranks);
-  return submit("ncclAllGather", {"AllGather", ring_bytes("AllGather", bytes, comm->nranks), bytes, comm, stream},
+  return submit("ncclAllGather", {"AllGather", ring_bytes("AllGather", bytes, comm->nranks), bytes, comm, stream, sendcount, datatype, -1},
                 "ncclDevKernel_AllGather_RING_LL", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
@@ -380,7 +588,7 @@ NCCL_EXPORT ncclResult_t pncclReduceScatter(const void*, void*, size_t recvcount
   uint64_t bytes = recvcount * type_size(datatype) * uint64_t(comm->nranks);
   KernelName k("ncclDevKernel_ReduceScatter_%s_%s_RING_LL", op_name(op), type_name(datatype));
   return submit("ncclReduceScatter",
-                {"ReduceScatter", ring_bytes("ReduceScatter", bytes, comm->nranks), bytes, comm, stream}, k, enter);
+                {"ReduceScatter", ring_bytes("ReduceScatter", bytes, comm->nranks), bytes, comm, stream, recvcount, datatype, -1}, k, enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
@@ -390,7 +598,7 @@ NCCL_EXPORT ncclResult_t pncclSend(const void*, size_t count, ncclDataType_t dat
   uint64_t enter = now_ns();
   if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
-  return submit("ncclSend", {"Send", bytes, bytes, comm, stream}, "ncclDevKernel_SendRecv", enter);
+  return submit("ncclSend", {"Send", bytes, bytes, comm, stream, count, datatype, peer}, "ncclDevKernel_SendRecv", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
            ncclComm_t comm, cudaStream_t stream);
@@ -400,10 +608,61 @@ NCCL_EXPORT ncclResult_t pncclRecv(void*, size_t count, ncclDataType_t datatype,
   uint64_t enter = now_ns();
   if (!comm || peer < 0 || peer >= comm->nranks) return ncclInvalidArgument;
   uint64_t bytes = count * type_size(datatype);
-  return submit("ncclRecv", {"Recv", bytes, bytes, comm, stream}, "ncclDevKernel_SendRecv", enter);
+  return submit("ncclRecv", {"Recv", bytes, bytes, comm, stream, count, datatype, peer}, "ncclDevKernel_SendRecv", enter);
 }
 NCCL_ALIAS(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
            cudaStream_t stream);
+
+// The in-place form of broadcast, kept by NCCL for compatibility.
+NCCL_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  uint64_t enter = now_ns();
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  uint64_t bytes = count * type_size(datatype);
+  return submit("ncclBcast", {"Broadcast", bytes, bytes, comm, stream, count, datatype, root},
+                "ncclDevKernel_Broadcast_RING_LL", enter);
+}
+NCCL_ALIAS(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+           cudaStream_t stream);
+
+// All-to-all, gather and scatter run as point-to-point transfers in NCCL 2.28: one SendRecv
+// kernel. `count` is per peer; each rank moves count elements to every other rank (all-to-all),
+// the root receives or sends nranks - 1 blocks (gather, scatter).
+NCCL_EXPORT ncclResult_t pncclAlltoAll(const void*, void*, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  uint64_t enter = now_ns();
+  if (!comm) return ncclInvalidArgument;
+  uint64_t bytes = count * type_size(datatype) * uint64_t(comm->nranks);
+  uint64_t wire = count * type_size(datatype) * uint64_t(comm->nranks - 1);
+  return submit("ncclAlltoAll", {"AlltoAll", wire, bytes, comm, stream, count, datatype, -1}, "ncclDevKernel_SendRecv",
+                enter);
+}
+NCCL_ALIAS(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+           ncclComm_t comm, cudaStream_t stream);
+
+NCCL_EXPORT ncclResult_t pncclGather(const void*, void*, size_t count, ncclDataType_t datatype, int root,
+                                     ncclComm_t comm, cudaStream_t stream) {
+  uint64_t enter = now_ns();
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  uint64_t bytes = count * type_size(datatype);
+  uint64_t wire = comm->rank == root ? bytes * uint64_t(comm->nranks - 1) : bytes;
+  return submit("ncclGather", {"Gather", wire, bytes, comm, stream, count, datatype, root}, "ncclDevKernel_SendRecv",
+                enter);
+}
+NCCL_ALIAS(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+           int root, ncclComm_t comm, cudaStream_t stream);
+
+NCCL_EXPORT ncclResult_t pncclScatter(const void*, void*, size_t count, ncclDataType_t datatype, int root,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  uint64_t enter = now_ns();
+  if (!comm || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
+  uint64_t bytes = count * type_size(datatype);
+  uint64_t wire = comm->rank == root ? bytes * uint64_t(comm->nranks - 1) : bytes;
+  return submit("ncclScatter", {"Scatter", wire, bytes, comm, stream, count, datatype, root}, "ncclDevKernel_SendRecv",
+                enter);
+}
+NCCL_ALIAS(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+           int root, ncclComm_t comm, cudaStream_t stream);
 
 NCCL_EXPORT ncclResult_t pncclGroupStart() {
   uint64_t enter = now_ns();
@@ -428,15 +687,17 @@ NCCL_EXPORT ncclResult_t pncclGroupEnd() {
       if (seen) continue;
       uint64_t wire = 0;
       bool same = true;
+      std::vector<PendingOp*> members;
       for (size_t j = i; j < ops.size(); ++j) {
         if (ops[j].comm != ops[i].comm || ops[j].stream != ops[i].stream) continue;
         wire += ops[j].wire_bytes;
         same &= ops[j].collective == ops[i].collective;
+        members.push_back(&ops[j]);
       }
-      bool p2p = ops[i].collective == "Send" || ops[i].collective == "Recv";
+      bool p2p = is_p2p_kernel(ops[i].collective);
       std::string k = p2p ? "ncclDevKernel_SendRecv"
                           : same ? "ncclDevKernel_" + ops[i].collective + "_RING_LL" : "ncclDevKernel_Generic";
-      launch_kernel(ops[i].comm, ops[i].stream, kernel_name(k), wire, &sid);
+      launch_with_events(members, kernel_name(k), wire, &sid);
     }
   }
   close_nccl_call(open_nccl_call("ncclGroupEnd", enter, 0), sid);
