@@ -5,9 +5,10 @@
 // NVIDIA ships these declarations only as example headers (ext-profiler/example/nccl/), not with
 // nccl.h, so both sides here (libgapwatch.so's plugin and the simulated libnccl that drives it)
 // use these. Field order and types follow NVIDIA's profiler_v4.h/v5.h/v6.h exactly: they are an
-// ABI. Versions, as NCCL introduced them: v4 in NCCL 2.26 (kernel channel events with GPU
-// timers), v5 in 2.27 (API-level events: group, collective, p2p API calls and kernel launches),
-// v6 in 2.28 (copy-engine collectives).
+// ABI. Versions, as NCCL introduced them (NVIDIA/nccl src/plugin/profiler.cc and release notes,
+// cupti-field-notes.md 8): v4 in NCCL 2.27.3 (kernel channel events with GPU timers), v5 in 2.28.3
+// (API-level events: group, collective, p2p API calls and kernel launches), v6 in 2.29.2
+// (copy-engine collectives).
 #pragma once
 
 #include <stddef.h>
@@ -90,7 +91,7 @@ struct P2pDescrV4 {
   uint8_t nChannels;
 };
 
-// v4 (NCCL 2.26).
+// v4 (NCCL 2.27.3).
 struct EventDescrV4 {
   uint8_t type;  // one EventType bit
   void* parentObj;
@@ -162,7 +163,7 @@ struct CeCollDescr {
   void* stream;
 };
 
-// v5 (NCCL 2.27) and v6 (NCCL 2.28): the same members in the same places; v6 appends the
+// v5 (NCCL 2.28.3) and v6 (NCCL 2.29.2): the same members in the same places; v6 appends the
 // copy-engine descriptors to the union (and spells groupApi.graphCaptured as bool, v5 as int:
 // either way groupDepth is at offset 4). One struct serves both here.
 struct EventDescrV6 {

@@ -79,7 +79,7 @@ Loaded load() {
     info("PROFILER/Plugin: could not find:%s%s", tried.empty() ? "" : " ", tried.c_str());
     return l;
   }
-  // GAPWATCH_SIM_NCCL_PROFILER_MAX=N plays an older NCCL, whose newest interface is vN (2.26: 4).
+  // GAPWATCH_SIM_NCCL_PROFILER_MAX=N plays an older NCCL, whose newest interface is vN (2.27: 4).
   int newest = 6;
   if (const char* max = getenv("GAPWATCH_SIM_NCCL_PROFILER_MAX")) newest = atoi(max) >= 1 && atoi(max) <= 6 ? atoi(max) : 6;
   for (int v = newest; v >= 1; --v) {
