@@ -10,6 +10,7 @@
 #include <cupti.h>
 
 #include "cuda_api_map.h"
+#include "cupti_records.h"
 #include "host_clock.h"
 #include "process_info.h"
 #include "recorder.h"
@@ -18,9 +19,6 @@
 
 namespace gapwatch {
 namespace {
-
-namespace copy_kind = wire::CopyKind;
-namespace activity_kind = wire::ActivityKind;
 
 // The CUPTI entry points gapwatch uses, resolved from the dlopen'ed library.
 struct CuptiApi {
@@ -41,6 +39,7 @@ struct CuptiApi {
 };
 
 CuptiApi g_api;
+const CuptiRecordReader* g_records = nullptr;  // the layouts of the loaded libcupti's version
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<bool> g_active{false};
 int64_t g_clock_offset = 0;  // added to CUPTI timestamps when the timestamp callback was refused
@@ -58,22 +57,30 @@ std::atomic<bool> g_buffer_busy[kBuffers];
 
 constexpr uint32_t kFlushPeriodMs = 100;
 
+// The process's own libcupti first, whichever version: a second copy beside it would be a second
+// CUPTI in one process. Then GAPWATCH_CUPTI_PATH, then the toolkit's (13, then 12).
 void* open_cupti(const Settings& s, std::string* tried) {
+  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
+      *tried = name;
+      return h;
+    }
   if (!s.cupti_path.empty()) {
     *tried = s.cupti_path;
     return dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   }
-  for (const char* name : {"libcupti.so.13", "libcupti.so"})
-    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return h;  // the process's own copy first
   std::vector<std::string> candidates;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* root = getenv(var)) {
-      candidates.push_back(std::string(root) + "/lib64/libcupti.so.13");
-      candidates.push_back(std::string(root) + "/extras/CUPTI/lib64/libcupti.so.13");
-    }
-  candidates.push_back("/usr/local/cuda/lib64/libcupti.so.13");
-  candidates.push_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
+  for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* root = getenv(var)) {
+        candidates.push_back(std::string(root) + "/lib64/" + soname);
+        candidates.push_back(std::string(root) + "/extras/CUPTI/lib64/" + soname);
+      }
+    candidates.push_back(std::string("/usr/local/cuda/lib64/") + soname);
+    candidates.push_back(std::string("/usr/local/cuda/extras/CUPTI/lib64/") + soname);
+  }
   candidates.push_back("libcupti.so.13");
+  candidates.push_back("libcupti.so.12");
   for (const auto& c : candidates) {
     *tried = c;
     if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
@@ -206,75 +213,6 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   }
 }
 
-// MemoryKind has CUPTI's numbers (proto_schema_test checks it); newer CUPTI kinds are not known.
-uint8_t memory_kind(uint8_t cupti_kind) { return cupti_kind <= wire::MemoryKind::kMaxValue ? cupti_kind : 0; }
-
-uint8_t copy_kind_from(uint8_t k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return copy_kind::kH2D;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return copy_kind::kD2H;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return copy_kind::kD2D;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return copy_kind::kH2H;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return copy_kind::kP2P;
-    default: return copy_kind::kUnspecified;
-  }
-}
-
-bool decode(const CUpti_Activity* r, Recorder* recorder, DeviceActivityFields* e) {
-  *e = DeviceActivityFields{};
-  switch (r->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-      e->kind = activity_kind::kKernel;
-      e->start_ns = k->start, e->end_ns = k->end;
-      e->device = k->deviceId;
-      e->stream = k->streamId;
-      e->correlation_id = k->correlationId;
-      e->graph_id = k->graphId;
-      e->name_id = recorder->intern(wire::StringKind::kKernelName, k->name ? k->name : "?");
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
-      e->kind = activity_kind::kMemcpy;
-      e->start_ns = m->start, e->end_ns = m->end;
-      e->device = m->deviceId;
-      e->stream = m->streamId;
-      e->correlation_id = m->correlationId;
-      e->bytes = m->bytes;
-      e->copy_kind = copy_kind_from(m->copyKind);
-      e->src_memory = memory_kind(m->srcKind);
-      e->dst_memory = memory_kind(m->dstKind);
-      e->graph_id = m->graphId;
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
-      e->kind = activity_kind::kMemset;
-      e->start_ns = m->start, e->end_ns = m->end;
-      e->device = m->deviceId;
-      e->stream = m->streamId;
-      e->correlation_id = m->correlationId;
-      e->bytes = m->bytes;
-      e->dst_memory = memory_kind(uint8_t(m->memoryKind));
-      e->graph_id = m->graphId;
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      auto* y = reinterpret_cast<const CUpti_ActivitySynchronization2*>(r);
-      e->kind = activity_kind::kSync;
-      e->start_ns = y->start, e->end_ns = y->end;
-      e->stream = y->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : y->streamId;
-      e->correlation_id = y->correlationId;
-      e->sync_kind = uint8_t(y->type);  // SyncKind has CUPTI's numbers
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   Recorder* recorder = Recorder::active();
   if (recorder) {
@@ -283,7 +221,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     CUpti_Activity* r = nullptr;
     DeviceActivityFields e;
     while (g_api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
-      if (!decode(r, recorder, &e)) continue;
+      const char* kernel_name = nullptr;
+      if (!g_records->decode(r, &e, &kernel_name)) continue;
+      if (kernel_name) e.name_id = recorder->intern(wire::StringKind::kKernelName, kernel_name);
       e.start_ns += uint64_t(g_clock_offset);
       e.end_ns += uint64_t(g_clock_offset);
       events.push_back(e);
@@ -333,10 +273,10 @@ CuptiAttach cupti_attach(const Settings& settings) {
   uint32_t version = 0;
   g_api.GetVersion(&version);
   out.version = version;
-  // Activity records are read by their CUDA 13 layouts: another major version would misread them.
-  if (version / 10000 != CUPTI_API_VERSION / 10000) {
-    out.why_not = "libcupti reports version " + std::to_string(version) + ", gapwatch was built for " +
-                  std::to_string(CUPTI_API_VERSION) + " (CUDA " + std::to_string(CUPTI_API_VERSION / 10000) + ")";
+  // Activity records are read by the struct layouts of the version that writes them.
+  g_records = cupti_record_reader(version);
+  if (!g_records) {
+    out.why_not = "libcupti reports version " + std::to_string(version) + ", gapwatch reads " + cupti_versions_read();
     return out;
   }
   CUptiResult r;
@@ -379,10 +319,11 @@ CuptiAttach cupti_attach(const Settings& settings) {
 }
 
 void cupti_enable() {
+  // Ids are the same numbers in CUPTI 12 and 13; those newer than the loaded version are skipped.
   for (const CUpti_CallbackId* id = kRecordedRuntimeCbids; *id; ++id)
-    g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
+    if (*id < g_records->runtime_cbid_end) g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
   for (const CUpti_CallbackId* id = kRecordedDriverCbids; *id; ++id)
-    g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, *id);
+    if (*id < g_records->driver_cbid_end) g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, *id);
   g_api.EnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   g_api.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
