@@ -29,9 +29,9 @@ HOST_TIMED_SUBTREES = ("/findings", "/notes", "/idle_by_cause", "/by_cause", "/a
                        "/histogram", "/host_launch_gaps", "/hta_idle_by_stream", "/rank_waits")
 HOST_TIMED_COUNTS = {"gap_count", "runtime_outliers", "launch_delay_outliers", "short_kernels", "queue_depth_max",
                      "queue_depth_p99", "launches_per_second"}
-# Device-side totals come from the device records' own times: equal but for the device's overlap
-# of streams, which the host's timing shifts a little.
-DEVICE_TIMED = {"busy_ns", "median_ns", "p10_ns", "p90_ns"}
+# The device's busy time comes from the device records' own times: equal but for how much a copy
+# stream overlaps the kernels, which the host's timing shifts (copies are 4% of it here).
+DEVICE_TIMED = {"busy_ns"}
 
 
 def record(cupti, workdir, scenario=SCENARIO):
@@ -131,7 +131,7 @@ class Cupti12(unittest.TestCase):
                 continue  # what legitimately differs
             if key == "file":
                 v12, v13 = os.path.basename(v12), os.path.basename(v13)  # each run's own folder
-            same = abs(v12 - v13) <= 0.05 * max(v12, v13) if key in DEVICE_TIMED else v12 == v13
+            same = abs(v12 - v13) <= 0.1 * max(v12, v13) if key in DEVICE_TIMED else v12 == v13
             if not same:
                 differ.append("%s: %r (CUPTI 12) != %r (CUPTI 13)" % (path, v12, v13))
         self.assertEqual(differ, [])
