@@ -185,6 +185,24 @@ class Refusals(unittest.TestCase):
                 self.assertNotIn("cupti_activity", hello["probes"])
 
 
+class GpuCheckSelfTest(unittest.TestCase):
+    """scripts/gpu-check/cupti12_check.sh --self-test: the GPU check's harness on the simulated stack."""
+
+    def test_the_check_finds_the_simulated_cupti_12_and_its_records(self):
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, GAPWATCH_LIB=gwtest.LIB, GAPWATCH_BIN=gwtest.GAPWATCH, GAPWATCH_BUILD_DIR=gwtest.BUILD)
+            for k in ("LD_PRELOAD", "CUDA_INJECTION64_PATH", "GAPWATCH_CUPTI_PATH", "GAPWATCH_OUTPUT"):
+                env.pop(k, None)
+            script = os.path.join(gwtest.REPO, "scripts", "gpu-check", "cupti12_check.sh")
+            r = subprocess.run([script, d, "--self-test"], env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, "cupti12", "result.txt")) as f:
+                result = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+            self.assertEqual(result["verdict"], "device records through CUPTI 12", result)
+            self.assertEqual(result["path_cupti_version"], str(CUPTI12_VERSION))
+            self.assertEqual(result["loaded_first_libcupti_copies"], "1")
+
+
 if __name__ == "__main__":
     if not CUPTI12 or not os.path.exists(CUPTI12):
         print("skipped: this build has no CUPTI 12 headers (scripts/fetch-cupti12-headers.sh), so no CUPTI 12 support")
