@@ -115,6 +115,7 @@ ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHea
     if (hello_->has_rank()) result.rank = hello_->rank();
     for (int probe : hello_->probes()) result.probes.push_back(enumLabel(static_cast<v1::Probe>(probe)));
     result.cupti_unavailable = hello_->cupti_unavailable();
+    result.cupti_version = hello_->cupti_version();
   }
   result.device_timeline = facts_.device_timeline;
   // Cut short: inside a frame (the file), or without the Goodbye every finished recording ends with.

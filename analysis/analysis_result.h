@@ -178,6 +178,7 @@ struct ProcessAnalysis {
   std::optional<int32_t> rank;
   std::vector<std::string> probes;
   std::string cupti_unavailable;
+  uint32_t cupti_version = 0;    // what the libcupti reported (Hello), 0 when none was loaded
   bool device_timeline = true;   // false in symbol-only mode: host-side numbers only
   bool truncated = false;
   uint64_t late_events = 0;      // arrived after the reordering window had closed past them

@@ -10,6 +10,7 @@
 #include <cupti.h>
 
 #include "cuda_api_map.h"
+#include "cupti_records.h"
 #include "cupti_sharing.h"
 #include "host_clock.h"
 #include "process_info.h"
@@ -19,9 +20,6 @@
 
 namespace gapwatch {
 namespace {
-
-namespace copy_kind = wire::CopyKind;
-namespace activity_kind = wire::ActivityKind;
 
 // The CUPTI entry points gapwatch uses, resolved from the dlopen'ed library.
 struct CuptiApi {
@@ -43,6 +41,7 @@ struct CuptiApi {
 
 CuptiApi g_api;
 void* g_library = nullptr;
+const CuptiRecordReader* g_records = nullptr;  // the layouts of the loaded libcupti's version
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<bool> g_active{false};
 int64_t g_clock_offset = 0;  // added to CUPTI timestamps when the timestamp callback was refused
@@ -68,23 +67,32 @@ std::atomic<bool> g_buffer_busy[kBuffers];
 
 constexpr uint32_t kFlushPeriodMs = 100;
 
+// The process's own libcupti first, whichever version: a second copy beside it would be a second
+// CUPTI in one process. Then GAPWATCH_CUPTI_PATH, then the toolkit's (13, then 12).
 void* open_cupti(const Settings& s, std::string* tried, bool* already_loaded) {
+  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
+      *tried = name;
+      *already_loaded = true;
+      return h;
+    }
   if (!s.cupti_path.empty()) {
     *tried = s.cupti_path;
     *already_loaded = dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_NOLOAD) != nullptr;
     return dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   }
-  for (const char* name : {"libcupti.so.13", "libcupti.so"})
-    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return *already_loaded = true, h;  // the process's own copy first
   std::vector<std::string> candidates;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* root = getenv(var)) {
-      candidates.push_back(std::string(root) + "/lib64/libcupti.so.13");
-      candidates.push_back(std::string(root) + "/extras/CUPTI/lib64/libcupti.so.13");
-    }
-  candidates.push_back("/usr/local/cuda/lib64/libcupti.so.13");
-  candidates.push_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
+  for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* root = getenv(var)) {
+        candidates.push_back(std::string(root) + "/lib64/" + soname);
+        candidates.push_back(std::string(root) + "/extras/CUPTI/lib64/" + soname);
+      }
+    candidates.push_back(std::string("/usr/local/cuda/lib64/") + soname);
+    candidates.push_back(std::string("/usr/local/cuda/extras/CUPTI/lib64/") + soname);
+  }
   candidates.push_back("libcupti.so.13");
+  candidates.push_back("libcupti.so.12");
   for (const auto& c : candidates) {
     *tried = c;
     if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
@@ -226,96 +234,6 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   }
 }
 
-// MemoryKind has CUPTI's numbers (proto_schema_test checks it); newer CUPTI kinds are not known.
-uint8_t memory_kind(uint8_t cupti_kind) { return cupti_kind <= wire::MemoryKind::kMaxValue ? cupti_kind : 0; }
-
-uint8_t copy_kind_from(uint8_t k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return copy_kind::kH2D;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return copy_kind::kD2H;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return copy_kind::kD2D;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return copy_kind::kH2H;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return copy_kind::kP2P;
-    default: return copy_kind::kUnspecified;
-  }
-}
-
-bool decode(const CUpti_Activity* r, Recorder* recorder, DeviceActivityFields* e) {
-  *e = DeviceActivityFields{};
-  switch (r->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-      e->kind = activity_kind::kKernel;
-      e->start_ns = k->start, e->end_ns = k->end;
-      e->device = k->deviceId;
-      e->stream = k->streamId;
-      e->correlation_id = k->correlationId;
-      e->graph_id = k->graphId;
-      e->name_id = recorder->intern(wire::StringKind::kKernelName, k->name ? k->name : "?");
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
-      e->kind = activity_kind::kMemcpy;
-      e->start_ns = m->start, e->end_ns = m->end;
-      e->device = m->deviceId;
-      e->stream = m->streamId;
-      e->correlation_id = m->correlationId;
-      e->bytes = m->bytes;
-      e->copy_kind = copy_kind_from(m->copyKind);
-      e->src_memory = memory_kind(m->srcKind);
-      e->dst_memory = memory_kind(m->dstKind);
-      e->graph_id = m->graphId;
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
-      e->kind = activity_kind::kMemset;
-      e->start_ns = m->start, e->end_ns = m->end;
-      e->device = m->deviceId;
-      e->stream = m->streamId;
-      e->correlation_id = m->correlationId;
-      e->bytes = m->bytes;
-      e->dst_memory = memory_kind(uint8_t(m->memoryKind));
-      e->graph_id = m->graphId;
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      auto* y = reinterpret_cast<const CUpti_ActivitySynchronization2*>(r);
-      e->kind = activity_kind::kSync;
-      e->start_ns = y->start, e->end_ns = y->end;
-      e->stream = y->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : y->streamId;
-      e->correlation_id = y->correlationId;
-      e->sync_kind = uint8_t(y->type);  // SyncKind has CUPTI's numbers
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
-// The size of a record of `kind` in this CUPTI's layouts (0: not known): the last record of a
-// buffer has no next one to measure it by.
-size_t record_bytes(uint32_t kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
-    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return sizeof(CUpti_ActivityCudaEvent2);
-    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    default: return 0;
-  }
-}
-
 bool is_own_buffer(const uint8_t* buffer) {
   for (size_t i = 0; i < kBuffers; ++i)
     if (g_buffers[i] == buffer) return true;
@@ -328,7 +246,9 @@ void take_record(const CUpti_Activity* r, size_t bytes, bool share, Recorder* re
                  std::vector<DeviceActivityFields>& events, uint64_t* unplaced) {
   if (share && bytes && cupti_sharing::foreign_wants(r->kind)) cupti_sharing::copy_record(r, bytes);
   DeviceActivityFields e;
-  if (!recorder || !decode(r, recorder, &e)) return;
+  const char* kernel_name = nullptr;
+  if (!recorder || !g_records->decode(r, &e, &kernel_name)) return;
+  if (kernel_name) e.name_id = recorder->intern(wire::StringKind::kKernelName, kernel_name);
   // A forced flush hands back records of work still in flight with start = end = 0: placed at
   // time zero they would be a kernel decades long. So would a record in another client's clock
   // that cannot be mapped. Counted, not recorded.
@@ -358,14 +278,10 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
                     own, recorder, events, &incomplete);
       previous = r;
     }
-    if (previous) {
-      const size_t left = size_t(buffer + valid - reinterpret_cast<const uint8_t*>(previous));
-      const size_t known = record_bytes(previous->kind);
-      take_record(previous, known && known <= left ? known : left, own, recorder, events, &incomplete);
-    }
-    if (!recorder) {
-      events.clear();
-    }
+    // The last record ends where the valid bytes do.
+    if (previous)
+      take_record(previous, size_t(buffer + valid - reinterpret_cast<const uint8_t*>(previous)), own, recorder, events,
+                  &incomplete);
     if (recorder) {
       if (!events.empty()) recorder->add_activities(events.data(), events.size());
       if (incomplete) recorder->count_cupti_incomplete(incomplete);
@@ -416,10 +332,10 @@ CuptiAttach cupti_attach(const Settings& settings) {
   uint32_t version = 0;
   g_api.GetVersion(&version);
   out.version = version;
-  // Activity records are read by their CUDA 13 layouts: another major version would misread them.
-  if (version / 10000 != CUPTI_API_VERSION / 10000) {
-    out.why_not = "libcupti reports version " + std::to_string(version) + ", gapwatch was built for " +
-                  std::to_string(CUPTI_API_VERSION) + " (CUDA " + std::to_string(CUPTI_API_VERSION / 10000) + ")";
+  // Activity records are read by the struct layouts of the version that writes them.
+  g_records = cupti_record_reader(version);
+  if (!g_records) {
+    out.why_not = "libcupti reports version " + std::to_string(version) + ", gapwatch reads " + cupti_versions_read();
     return out;
   }
   CUptiResult r;
@@ -464,12 +380,15 @@ CuptiAttach cupti_attach(const Settings& settings) {
 }
 
 void cupti_enable() {
+  // Ids are the same numbers in CUPTI 12 and 13; those newer than the loaded version are skipped.
   auto enable = [](CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     if (cbid < kCbidLimit) g_own_callback[domain][cbid] = true;
     g_api.EnableCallback(1, g_subscriber, domain, cbid);
   };
-  for (const CUpti_CallbackId* id = kRecordedRuntimeCbids; *id; ++id) enable(CUPTI_CB_DOMAIN_RUNTIME_API, *id);
-  for (const CUpti_CallbackId* id = kRecordedDriverCbids; *id; ++id) enable(CUPTI_CB_DOMAIN_DRIVER_API, *id);
+  for (const CUpti_CallbackId* id = kRecordedRuntimeCbids; *id; ++id)
+    if (*id < g_records->runtime_cbid_end) enable(CUPTI_CB_DOMAIN_RUNTIME_API, *id);
+  for (const CUpti_CallbackId* id = kRecordedDriverCbids; *id; ++id)
+    if (*id < g_records->driver_cbid_end) enable(CUPTI_CB_DOMAIN_DRIVER_API, *id);
   enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   g_api.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
   for (CUpti_ActivityKind kind : kOwnKinds) g_api.ActivityEnable(kind);

@@ -1,8 +1,9 @@
 // cupti_probe.h: the primary probe: CUPTI callbacks for API calls, activity records for device work.
 //
-// libcupti is dlopen'ed, never linked (GAPWATCH_CUPTI_PATH, else the copy already loaded in the
-// process, else the toolkit's), and its major version must match the headers built with, since
-// activity records are parsed by their struct layout. Start is split in two because callbacks must
+// libcupti is dlopen'ed, never linked (the copy already loaded in the process, else
+// GAPWATCH_CUPTI_PATH, else the toolkit's), and its version must be one gapwatch has the record
+// layouts of (CUPTI 12.4-12.9 and 13: cupti_records.h), since activity records are parsed by
+// their struct layout. Start is split in two because callbacks must
 // find the recorder running: attach() subscribes (and learns whether CUPTI can be had at all);
 // enable() turns callbacks and activity on once the recorder is up.
 #pragma once

@@ -72,8 +72,22 @@ done
   "${cuda_candidates[*]}); the toolkit is part of the machine image, not a Debian package:" \
   "install it or set CUDAToolkit_ROOT"
 
+# --- CUPTI 12 headers (PyPI wheel; optional) -----------------------------------------------------
+# Without them (offline) the build leaves CUPTI 12 support out and says so in one line.
+mkdir -p "$build_dir"
+"$repo_root/scripts/fetch-cupti12-headers.sh" "$build_dir"
+
 # --- Configure once, then build ------------------------------------------------------------------
 log_dir="$build_dir/logs"
+if [[ -f "$build_dir/CMakeCache.txt" && -f "$build_dir/_deps/cupti12/include/cupti_version.h" ]] &&
+   ! grep -q '^GAPWATCH_CUPTI12_FOUND:INTERNAL=ON$' "$build_dir/CMakeCache.txt"; then
+  # Fetched after the first configure: CMake must see them.
+  mkdir -p "$log_dir"
+  cmake "$build_dir" >"$log_dir/configure.log" 2>&1 || {
+    cat "$log_dir/configure.log" >&2
+    die "cmake configure failed (log: $log_dir/configure.log)"
+  }
+fi
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   generator=()
   command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)

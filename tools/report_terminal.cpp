@@ -35,6 +35,17 @@ std::ostream& row(std::ostream& out, std::string_view label) {
   return out << std::left << std::setw(kLabelWidth) << label << std::right;
 }
 
+// The CUDA release of a cuptiGetVersion number: CUPTI 12 numbers its versions (cupti_version.h's
+// list), CUDA 13's are 13MMPP.
+std::string cupti_release(uint32_t version) {
+  static const char* const kCuda12[] = {"12.4", "12.5", "12.6", "12.7", "12.8", "12.9", "12.9 Update 1"};
+  std::string cuda;
+  if (version >= 22 && version <= 28) cuda = std::string("CUDA ") + kCuda12[version - 22];
+  else if (version >= 10000) cuda = "CUDA " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100);
+  std::string text = "libcupti version " + std::to_string(version);
+  return cuda.empty() ? text : text + ", " + cuda;
+}
+
 std::string plural(uint64_t n, const char* one, const char* many) {
   return formatCount(n) + " " + (n == 1 ? one : many);
 }
@@ -175,6 +186,7 @@ void printProcess(const ProcessAnalysis& p, const analysis::RecordingOverview& o
   row(out, "probes");
   for (std::size_t i = 0; i < p.probes.size(); ++i) out << (i > 0 ? ", " : "") << printable(p.probes[i]);
   if (p.probes.empty()) out << "none listed";
+  if (p.cupti_unavailable.empty() && p.cupti_version != 0) out << " (" << cupti_release(p.cupti_version) << ")";
   out << '\n';
   if (!p.cupti_unavailable.empty()) row(out, "no CUPTI") << printable(p.cupti_unavailable) << '\n';
   for (const ActivityApiSpan& s : p.activity_api_spans) {

@@ -154,3 +154,18 @@ TEST_CASE("the sync section counts sync points and their waiting, and a polling 
   REQUIRE(row != std::string::npos);
   CHECK(text.find("    74,395 polls over 26.0 ms", row) != std::string::npos);
 }
+
+TEST_CASE("the probes line names the libcupti version and its CUDA release, and none when CUPTI was not used") {
+  RunReport content = contentWithOneProcess();
+  ProcessAnalysis& p = content.analysis.processes[0];
+  p.probes = {"cupti_activity"};
+  p.cupti_version = 28;
+  CHECK(render(content, false).find("cupti_activity (libcupti version 28, CUDA 12.9 Update 1)\n") != std::string::npos);
+  p.cupti_version = 22;
+  CHECK(render(content, false).find("(libcupti version 22, CUDA 12.4)") != std::string::npos);
+  p.cupti_version = 130001;
+  CHECK(render(content, false).find("(libcupti version 130001, CUDA 13.0)") != std::string::npos);
+  p.cupti_unavailable = "libcupti reports version 21, gapwatch reads ...";
+  p.cupti_version = 21;
+  CHECK(render(content, false).find("libcupti version 21") == std::string::npos);
+}

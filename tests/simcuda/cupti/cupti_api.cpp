@@ -21,6 +21,9 @@
 //   - timestamps are CLOCK_REALTIME ns unless a timestamp callback was registered (the documented
 //     Linux default), so a client must align clocks itself; cuptiGetTimestamp reads the same clock;
 //   - SIMCUDA_CUPTI_VERSION=<n> makes cuptiGetVersion report another version, to test the check.
+// Built twice: as libcupti.so.13 against the CUDA 13 headers, and as libcupti.so.12 against CUPTI
+// 12.9's (in its own folder, simcuda/cupti12/), where it reports version 28, writes CUDA 12's record
+// structs, has no cuptiSubscribe_v2 and knows no CUDA 13 callback id (docs/simcuda.md, "CUPTI 12").
 // The driver (libcuda.so.1) calls in through simcuda::CuptiSink; records are pulled from the
 // driver's op log with simcuda::collect_completed.
 //
@@ -39,6 +42,26 @@
 #include <cupti.h>
 
 #include "../driver/sim_driver.h"
+
+// CUPTI 12.x numbers its API versions 19..28; 13.0 went to 130001.
+#if CUPTI_API_VERSION < 100
+#define SIMCUDA_CUPTI12 1
+// CUPTI 12 has no cuptiSubscribe_v2 (it arrived in 13.0) and so none of its declarations: these
+// are the simulator's own, for the one subscribe function both builds share, never exported.
+#define CUPTI_SUBSCRIBER_NAME_MAX_LEN 53
+#define CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN 64
+struct CUpti_SubscriberParams {
+  const char* subscriberName;
+  char* oldSubscriberName;
+  size_t oldSubscriberSize;
+};
+#define SUBSCRIBE_V2_EXPORT static
+using KernelRecord = CUpti_ActivityKernel9;  // what CUPTI 12.x emits for kernels
+#else
+#define SIMCUDA_CUPTI12 0
+#define SUBSCRIBE_V2_EXPORT CUPTI_EXPORT
+using KernelRecord = CUpti_ActivityKernel10;
+#endif
 
 namespace {
 
@@ -127,9 +150,37 @@ ClockMap clock_map() {
 }
 
 // ---- the driver's hook -----------------------------------------------------------------------------
+#if SIMCUDA_CUPTI12
+// The simulated runtime is CUDA 13's and passes CUDA 13's ids (cupti_runtime_cbid.h of 13.0:
+// __cudaLaunchKernel_v13000 = 505, _ptsz = 506). A CUDA 12 program's <<<>>> calls cudaLaunchKernel
+// (CUDA 12's crt/host_runtime.h), so CUPTI 12 reports those launches under that id and name;
+// other ids CUPTI 12 does not have are never reported. The params are passed on as they are: no
+// client here reads a launch's params.
+// Returns the callback data to pass on (`mapped`, filled here, when the id changed), or nullptr for
+// an id CUPTI 12 does not have.
+const CUpti_CallbackData* as_cuda12(CUpti_CallbackDomain domain, CUpti_CallbackId* cbid, const CUpti_CallbackData* data,
+                                    CUpti_CallbackData* mapped) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && (*cbid == 505 || *cbid == 506)) {
+    const bool ptsz = *cbid == 506;
+    *cbid = ptsz ? CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    *mapped = *data;  // correlationData and the return value are pointers: enter and exit still share them
+    mapped->functionName = ptsz ? "cudaLaunchKernel_ptsz" : "cudaLaunchKernel";
+    return mapped;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && *cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return nullptr;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && *cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return nullptr;
+  return data;
+}
+#endif
+
 void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data) {
   Subscriber* s = g_subscriber.load(std::memory_order_acquire);
   if (!s || domain >= kMaxDomain || cbid >= kMaxCbid) return;
+#if SIMCUDA_CUPTI12
+  CUpti_CallbackData mapped;
+  data = as_cuda12(domain, &cbid, data, &mapped);
+  if (!data) return;
+#endif
   if (!g_enabled[domain][cbid].load(std::memory_order_relaxed)) return;
   s->callback(s->userdata, domain, cbid, data);
 }
@@ -153,7 +204,7 @@ void install_sink() { simcuda::set_cupti_sink(&g_sink); }
 size_t record_size(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(KernelRecord);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
@@ -212,7 +263,7 @@ void emit_op(const SimDeviceOp& timed_op, uint32_t graph_id, const ClockMap& to_
   }
   auto stamp = [&](uint64_t t) { return finished ? to_cupti(t) : 0; };
   if (op.kind == SIM_OP_KERNEL) {
-    auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(reserve_locked(sizeof(CUpti_ActivityKernel10)));
+    auto* r = reinterpret_cast<KernelRecord*>(reserve_locked(sizeof(KernelRecord)));
     if (!r) return void(g_dropped++);
     memset(r, 0, sizeof *r);
     r->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -344,7 +395,7 @@ CUPTI_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** s
   return CUPTI_SUCCESS;
 }
 
-CUPTI_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* userdata,
+SUBSCRIBE_V2_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* userdata,
                                            CUpti_SubscriberParams* params) {
   if (!handle || !callback) return CUPTI_ERROR_INVALID_PARAMETER;
   std::lock_guard<std::mutex> lock(g_subscribe_mu);
@@ -386,6 +437,12 @@ CUPTI_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHa
                                              CUpti_CallbackId cbid) {
   if (!handle || reinterpret_cast<Subscriber*>(handle) != g_subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
   if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= kMaxDomain || cbid >= kMaxCbid) return CUPTI_ERROR_INVALID_PARAMETER;
+#if SIMCUDA_CUPTI12
+  // Ids of CUDA 13 calls are not callbacks this CUPTI has.
+  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
+      (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE))
+    return CUPTI_ERROR_INVALID_PARAMETER;
+#endif
   g_enabled[domain][cbid].store(enable ? 1 : 0);
   return CUPTI_SUCCESS;
 }
@@ -430,7 +487,7 @@ static bool supported_kind(CUpti_ActivityKind kind) {
 
 CUPTI_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (!supported_kind(kind)) return CUPTI_ERROR_NOT_COMPATIBLE;
-  // KERNEL (serialising) and CONCURRENT_KERNEL both produce Kernel10 records of kind
+  // KERNEL (serialising) and CONCURRENT_KERNEL both produce the same kernel records, of kind
   // CONCURRENT_KERNEL here: the virtual device has no serialised mode.
   g_activity[kind == CUPTI_ACTIVITY_KIND_KERNEL ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : kind].store(true);
   install_sink();
