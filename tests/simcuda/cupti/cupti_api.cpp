@@ -116,7 +116,10 @@ uint64_t realtime_ns() {
 struct ClockMap {
   uint64_t mono = 0, target = 0;  // a reading of both clocks
   double rate = 1.0;              // target units per device ns
-  uint64_t operator()(uint64_t t) const { return uint64_t(int64_t(target) + int64_t(double(int64_t(t - mono)) * rate)); }
+  uint64_t operator()(uint64_t t) const {
+    if (rate == 1.0) return target + (t - mono);
+    return uint64_t(int64_t(target) + int64_t(double(int64_t(t - mono)) * rate));
+  }
 };
 
 std::mutex g_clock_mu;
@@ -146,6 +149,9 @@ ClockMap clock_map() {
   }
   if (now.mono - g_anchor.mono > 1000000)
     now.rate = double(int64_t(now.target - g_anchor.target)) / double(int64_t(now.mono - g_anchor.mono));
+  // A clock of nanoseconds (CLOCK_REALTIME, CLOCK_MONOTONIC: the same rate but for NTP's slewing,
+  // under 500 ppm) keeps durations exactly; only another unit (TSC ticks) is scaled.
+  if (now.rate > 0.999 && now.rate < 1.001) now.rate = 1.0;
   return now;
 }
 
