@@ -7,3 +7,4 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 python3 bench/launch_overhead.py --build build
 python3 bench/analysis_throughput.py --build build
+python3 bench/live_records.py --build build

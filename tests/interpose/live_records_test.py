@@ -1,7 +1,7 @@
 """Device records reach the recording while the job runs, not only when it ends.
 
 Real CUPTI hands an activity buffer back by itself only when it is full (cupti-field-notes.md 1);
-the simulated CUPTI does the same, so a light job, one 1 ms kernel every 100 ms, has its kernel
+the simulated CUPTI does the same, so a light job, one 1 ms kernel every 97 ms, has its kernel
 records in the output only because the recorder's flusher asks CUPTI for finished records
 (cuptiActivityFlushAll(0)) on its own schedule. The job is killed with SIGKILL, where no exit
 handler runs: what the recording has then is what had been written while it ran.
