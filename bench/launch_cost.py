@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""gapwatch's own cost per launch, where it can be seen (issue 9, section 5).
+
+bench/fast_launch_bench runs on the bench-only CUDA trio (bench/fastcuda/): a launch there is the
+CUPTI enter callback(s), nothing, the exit callback(s), so a profiler's nanoseconds are most of
+what is timed. Each configuration is run --repeats times, all configurations interleaved, so machine
+noise hits every one alike; each run times --launches launches per thread (CPU time of the launching
+thread, median over threads). Printed per configuration: median, p10 and p90 over the runs, the
+median added over plain, and the callbacks fired per launch. Never asserts a time: a benchmark."""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+ap.add_argument("--repeats", type=int, default=15)
+ap.add_argument("--launches", type=int, default=50000, help="per thread and run")
+ap.add_argument("--threads", default="1,4,16")
+args = ap.parse_args()
+
+build = os.path.abspath(args.build)
+bench = os.path.join(build, "bin", "fast_launch_bench")
+lib = os.path.join(build, "lib", "libgapwatch.so")
+cupti = os.path.join(build, "bench", "fastcuda", "lib", "libcupti.so.13")
+null = os.path.join(build, "lib", "libnull_cupti_subscriber.so")
+for path in (bench, lib, cupti, null):
+    if not os.path.exists(path):
+        sys.exit("launch_cost.py: %s is missing: build first (scripts/setup.sh)" % path)
+
+# (name, environment, APIs it is measured on). Symbol hooks see runtime launches only.
+CONFIGS = [
+    ("plain", {}, ("runtime", "driver")),
+    ("CUPTI, empty subscriber", {"CUDA_INJECTION64_PATH": null}, ("runtime", "driver")),
+    ("CUPTI, empty, runtime ids only", {"CUDA_INJECTION64_PATH": null, "NULL_SUBSCRIBER_DOMAINS": "runtime"},
+     ("runtime",)),
+    ("CUPTI, empty, driver ids only", {"CUDA_INJECTION64_PATH": null, "NULL_SUBSCRIBER_DOMAINS": "driver"},
+     ("runtime", "driver")),
+    ("gapwatch (CUPTI)", {"LD_PRELOAD": lib}, ("runtime", "driver")),
+    ("gapwatch (symbol hooks)", {"LD_PRELOAD": lib, "GAPWATCH_PROBES": "symbols"}, ("runtime",)),
+]
+LINE = re.compile(r"callbacks_per_launch=([\d.]+) ns_per_launch=([\d.]+)")
+RECORDED = re.compile(r"recorded (\d+) events(?: \((\d+) lost\))?")
+
+
+def run(threads, api, extra, workdir):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GAPWATCH_") and k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH")}
+    env.update(extra)
+    env["GAPWATCH_CUPTI_PATH"] = cupti
+    env["GAPWATCH_OUTPUT"] = os.path.join(workdir, "bench-%p.gwt")
+    # A ring that holds the whole run: the bench launches far faster than any real runtime can
+    # (tens of ns, not microseconds), and a drop would make the hot path look cheaper.
+    env["GAPWATCH_RING_KB"] = str(max(1024, (args.launches + 2000) * 80 * 2 // 1024))
+    out = subprocess.run([bench, str(threads), str(args.launches), api], env=env, capture_output=True, text=True)
+    m = LINE.search(out.stdout)
+    if out.returncode != 0 or not m:
+        sys.exit("launch_cost.py: %s failed (%d): %s" % (bench, out.returncode, out.stderr.strip()[-400:]))
+    for name in os.listdir(workdir):
+        os.remove(os.path.join(workdir, name))
+    lost = 0
+    if "LD_PRELOAD" in extra:
+        r = RECORDED.search(out.stderr)
+        if not r:
+            sys.exit("launch_cost.py: gapwatch did not record: %s" % out.stderr.strip()[-400:])
+        lost = int(r.group(2) or 0)
+        # Every timed and warm-up launch is one recorded call: fewer means gapwatch missed launches.
+        if int(r.group(1)) + lost < threads * (args.launches + 1000):
+            sys.exit("launch_cost.py: gapwatch recorded %s events for %d launches" %
+                     (r.group(1), threads * (args.launches + 1000)))
+    return float(m.group(2)), float(m.group(1)), lost
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * (len(xs) - 1) + 0.5))]
+
+
+print("fast_launch_bench on the bench-only CUDA trio: %d launches per thread, %d interleaved runs" %
+      (args.launches, args.repeats))
+print("CPU ns per launch on the launching thread (median over threads); over the runs: median, p10, p90")
+print("%-31s %-7s %3s %9s %8s %8s %9s %8s %6s" % ("configuration", "api", "thr", "median", "p10", "p90",
+                                                   "added", "ratio", "cb/l"))
+threads_list = [int(t) for t in args.threads.split(",")]
+summary = {}
+total_lost = 0
+with tempfile.TemporaryDirectory() as d:
+    for threads in threads_list:
+        for api in ("runtime", "driver"):
+            configs = [(n, e) for n, e, apis in CONFIGS if api in apis]
+            samples = {n: [] for n, _ in configs}
+            cbs = {}
+            for _ in range(args.repeats):
+                for name, extra in configs:
+                    ns, cb, lost = run(threads, api, extra, d)
+                    samples[name].append(ns)
+                    cbs[name] = cb
+                    total_lost += lost
+            base = statistics.median(samples["plain"])
+            for name, _ in configs:
+                xs = samples[name]
+                m = statistics.median(xs)
+                summary[(name, api, threads)] = m - base
+                print("%-31s %-7s %3d %9.2f %8.2f %8.2f %9.2f %7.2fx %6.2f" %
+                      (name, api, threads, m, pct(xs, 0.1), pct(xs, 0.9), m - base, m / base, cbs[name]))
+            sys.stdout.flush()
+print("events lost by gapwatch in all runs: %d" % total_lost)
+for threads in threads_list:
+    for api in ("runtime", "driver"):
+        own = summary[("gapwatch (CUPTI)", api, threads)] - summary[("CUPTI, empty subscriber", api, threads)]
+        print("%2d thread(s), %-7s launch: gapwatch's own cost in CUPTI mode (gapwatch - empty subscriber) = "
+              "%.1f ns/launch" % (threads, api, own))
+    hooks = summary[("gapwatch (symbol hooks)", "runtime", threads)]
+    print("%2d thread(s), runtime launch: gapwatch's cost with the symbol hooks (hooks - plain) = %.1f ns/launch" %
+          (threads, hooks))
