@@ -116,6 +116,8 @@ class Recorder {
   ApiCallFields translate(const ApiCallRecord& r, uint32_t tid);
   NcclCallFields translate(const NcclCallRecord& r, uint32_t tid, std::vector<Comm>& comms);
   void flusher_main();
+  // Whether some thread's ring is full enough that the flusher should drain now, not at its period.
+  bool a_ring_filling() const;
   void flush_once(bool final);
   // Launches without a device record yet, from the drained records (flusher only).
   void track_launch(const ApiCallRecord& r, uint64_t start_ns, uint32_t tid);
