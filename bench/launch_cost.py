@@ -40,6 +40,8 @@ CONFIGS = [
     ("CUPTI, empty, driver ids only", {"CUDA_INJECTION64_PATH": null, "NULL_SUBSCRIBER_DOMAINS": "driver"},
      ("runtime", "driver")),
     ("gapwatch (CUPTI)", {"LD_PRELOAD": lib}, ("runtime", "driver")),
+    # Loaded by the driver alone: the CUPTI probe without the runtime hooks around the call.
+    ("gapwatch (CUPTI, injection)", {"CUDA_INJECTION64_PATH": lib}, ("runtime", "driver")),
     ("gapwatch (symbol hooks)", {"LD_PRELOAD": lib, "GAPWATCH_PROBES": "symbols"}, ("runtime",)),
 ]
 LINE = re.compile(r"callbacks_per_launch=([\d.]+) ns_per_launch=([\d.]+)")
@@ -62,7 +64,7 @@ def run(threads, api, extra, workdir):
     for name in os.listdir(workdir):
         os.remove(os.path.join(workdir, name))
     lost = 0
-    if "LD_PRELOAD" in extra:
+    if extra.get("LD_PRELOAD") == lib or extra.get("CUDA_INJECTION64_PATH") == lib:
         r = RECORDED.search(out.stderr)
         if not r:
             sys.exit("launch_cost.py: gapwatch did not record: %s" % out.stderr.strip()[-400:])
@@ -113,6 +115,9 @@ for threads in threads_list:
         own = summary[("gapwatch (CUPTI)", api, threads)] - summary[("CUPTI, empty subscriber", api, threads)]
         print("%2d thread(s), %-7s launch: gapwatch's own cost in CUPTI mode (gapwatch - empty subscriber) = "
               "%.1f ns/launch" % (threads, api, own))
+        inj = summary[("gapwatch (CUPTI, injection)", api, threads)] - summary[("CUPTI, empty subscriber", api, threads)]
+        print("%2d thread(s), %-7s launch: the same, loaded by CUDA_INJECTION64_PATH (no runtime hooks) = "
+              "%.1f ns/launch" % (threads, api, inj))
     hooks = summary[("gapwatch (symbol hooks)", "runtime", threads)]
     print("%2d thread(s), runtime launch: gapwatch's cost with the symbol hooks (hooks - plain) = %.1f ns/launch" %
           (threads, hooks))

@@ -139,9 +139,9 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       }
     return;
   }
-  uint64_t exit_ticks = host_ticks();
   if (runtime) --t_runtime_depth;
-  else if (t_runtime_depth > 0) return;
+  else if (t_runtime_depth > 0) return;  // the nested driver half of a runtime call: no clock read
+  uint64_t exit_ticks = host_ticks();
   if (t_runtime_depth == 0) Recorder::exit_call();
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;
