@@ -20,6 +20,7 @@ ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..",
 ap.add_argument("--repeats", type=int, default=15)
 ap.add_argument("--launches", type=int, default=50000, help="per thread and run")
 ap.add_argument("--threads", default="1,4,16")
+ap.add_argument("--pace-ns", type=int, default=0, help="start a launch every N ns; 0: back to back")
 args = ap.parse_args()
 
 build = os.path.abspath(args.build)
@@ -54,10 +55,12 @@ def run(threads, api, extra, workdir):
     env.update(extra)
     env["GAPWATCH_CUPTI_PATH"] = cupti
     env["GAPWATCH_OUTPUT"] = os.path.join(workdir, "bench-%p.gwt")
-    # A ring that holds the whole run: the bench launches far faster than any real runtime can
-    # (tens of ns, not microseconds), and a drop would make the hot path look cheaper.
-    env["GAPWATCH_RING_KB"] = str(max(1024, (args.launches + 2000) * 80 * 2 // 1024))
-    out = subprocess.run([bench, str(threads), str(args.launches), api], env=env, capture_output=True, text=True)
+    if not args.pace_ns:
+        # A ring that holds the whole run: back to back, the bench launches far faster than any
+        # real runtime can (tens of ns, not microseconds), and a drop would make the hot path look cheaper.
+        env["GAPWATCH_RING_KB"] = str(max(1024, (args.launches + 2000) * 80 * 2 // 1024))
+    out = subprocess.run([bench, str(threads), str(args.launches), api, str(args.pace_ns)], env=env,
+                         capture_output=True, text=True)
     m = LINE.search(out.stdout)
     if out.returncode != 0 or not m:
         sys.exit("launch_cost.py: %s failed (%d): %s" % (bench, out.returncode, out.stderr.strip()[-400:]))
@@ -81,11 +84,12 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(p * (len(xs) - 1) + 0.5))]
 
 
-print("fast_launch_bench on the bench-only CUDA trio: %d launches per thread, %d interleaved runs" %
-      (args.launches, args.repeats))
-print("CPU ns per launch on the launching thread (median over threads); over the runs: median, p10, p90")
-print("%-31s %-7s %3s %9s %8s %8s %9s %8s %6s" % ("configuration", "api", "thr", "median", "p10", "p90",
-                                                   "added", "ratio", "cb/l"))
+print("fast_launch_bench on the bench-only CUDA trio: %d launches per thread, %d interleaved runs, %s" %
+      (args.launches, args.repeats, "a launch every %d ns, launch calls timed by TSC, default ring" % args.pace_ns
+       if args.pace_ns else "back to back, thread CPU time, a ring holding the whole run"))
+print("ns per launch on the launching thread (median over threads); over the runs: median, p10, p90")
+print("%-31s %-7s %3s %9s %8s %8s %9s %8s %6s %8s" % ("configuration", "api", "thr", "median", "p10", "p90",
+                                                        "added", "ratio", "cb/l", "lost"))
 threads_list = [int(t) for t in args.threads.split(",")]
 summary = {}
 total_lost = 0
@@ -95,19 +99,21 @@ with tempfile.TemporaryDirectory() as d:
             configs = [(n, e) for n, e, apis in CONFIGS if api in apis]
             samples = {n: [] for n, _ in configs}
             cbs = {}
+            lost_by = {n: 0 for n, _ in configs}
             for _ in range(args.repeats):
                 for name, extra in configs:
                     ns, cb, lost = run(threads, api, extra, d)
                     samples[name].append(ns)
                     cbs[name] = cb
+                    lost_by[name] += lost
                     total_lost += lost
             base = statistics.median(samples["plain"])
             for name, _ in configs:
                 xs = samples[name]
                 m = statistics.median(xs)
                 summary[(name, api, threads)] = m - base
-                print("%-31s %-7s %3d %9.2f %8.2f %8.2f %9.2f %7.2fx %6.2f" %
-                      (name, api, threads, m, pct(xs, 0.1), pct(xs, 0.9), m - base, m / base, cbs[name]))
+                print("%-31s %-7s %3d %9.2f %8.2f %8.2f %9.2f %7.2fx %6.2f %8d" %
+                      (name, api, threads, m, pct(xs, 0.1), pct(xs, 0.9), m - base, m / base, cbs[name], lost_by[name]))
             sys.stdout.flush()
 print("events lost by gapwatch in all runs: %d" % total_lost)
 for threads in threads_list:
