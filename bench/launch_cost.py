@@ -64,6 +64,10 @@ def run(threads, api, extra, workdir):
     m = LINE.search(out.stdout)
     if out.returncode != 0 or not m:
         sys.exit("launch_cost.py: %s failed (%d): %s" % (bench, out.returncode, out.stderr.strip()[-400:]))
+    # A CUPTI configuration whose callbacks never fired measured nothing: gapwatch (or the empty
+    # subscriber) did not take the bench's CUPTI, e.g. it now needs an entry point fastcuda lacks.
+    if "GAPWATCH_PROBES" not in extra and extra and float(m.group(1)) == 0:
+        sys.exit("launch_cost.py: no CUPTI callback fired under %s: %s" % (extra, out.stderr.strip()[-400:]))
     for name in os.listdir(workdir):
         os.remove(os.path.join(workdir, name))
     lost = 0
