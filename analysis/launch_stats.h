@@ -21,6 +21,7 @@
 #pragma once
 
 #include "analysis/analysis_stage.h"
+#include "analysis/capture_tracker.h"
 #include "analysis/correlation_index.h"
 #include "analysis/duration_percentiles.h"
 #include "analysis/flat_u64_map.h"
@@ -84,13 +85,7 @@ class LaunchStatsStage final : public AnalysisStage {
   void contribute(ProcessAnalysis& result) override;
 
  private:
-  struct Capture {
-    uint32_t depth = 0;    // captures begun and not ended on the thread
-    uint64_t from_ns = 0;  // the outermost begin's return
-  };
   void noteJoinedLaunch(const QueuingCall& call, const DeviceActivityEvent& kernel);
-  // Tracks the thread's stream captures; true for a call made inside one, which queues nothing.
-  bool captured(const ApiCallEvent& call);
 
   AnalysisOptions options_;
   RecordingFacts facts_;
@@ -103,7 +98,7 @@ class LaunchStatsStage final : public AnalysisStage {
   uint64_t window_start_ns_ = 0;
   uint64_t window_end_ns_ = 0;
   FlatU64Map<uint64_t> last_launch_exit_;  // thread -> exit of its last launch
-  FlatU64Map<Capture> captures_;           // threads inside a stream capture
+  CaptureTracker captures_;                // calls made inside a stream capture queue nothing
   std::map<std::pair<uint32_t, uint64_t>, StreamQueueDepth> queues_;  // (device, stream)
   // The queue of the last activity's stream: consecutive activities are mostly on one stream.
   std::pair<uint32_t, uint64_t> last_queue_key_{};

@@ -19,7 +19,9 @@ void RecordingOverviewBuilder::noteTime(uint64_t start_ns, uint64_t end_ns) {
 void RecordingOverviewBuilder::onBatch(const DecodedBatch& batch, const StringTable& /*strings*/) {
   overview_.api_calls += batch.api_calls.size();
   for (const ApiCallEvent& call : batch.api_calls) {
-    if (call.kind == v1::API_KIND_LAUNCH || call.kind == v1::API_KIND_GRAPH_LAUNCH) ++overview_.launches;
+    // A launch made inside a stream capture runs nothing: not a launch (capture_tracker.h).
+    const bool launch = call.kind == v1::API_KIND_LAUNCH || call.kind == v1::API_KIND_GRAPH_LAUNCH;
+    if (!captures_.captured(call) && launch) ++overview_.launches;
     noteTime(call.start_ns, call.end_ns);
   }
   overview_.activities += batch.activities.size();

@@ -7,6 +7,7 @@
 // recording of any length still takes bounded memory.
 #pragma once
 
+#include "analysis/capture_tracker.h"
 #include "reader/drop_totals.h"
 #include "reader/recording_reader.h"
 #include "reader/stream_decoder.h"
@@ -27,7 +28,7 @@ struct RecordingOverview {
   ReadSummary read;
 
   uint64_t api_calls = 0;
-  uint64_t launches = 0;    // kernel and graph launches
+  uint64_t launches = 0;    // kernel and graph launches, not those made inside a stream capture
   uint64_t activities = 0;  // every device activity record, synchronisation records included
   uint64_t nccl_calls = 0;
   uint64_t markers = 0;
@@ -57,6 +58,7 @@ class RecordingOverviewBuilder final : public RecordingVisitor {
 
   RecordingOverview overview_;
   DropTotals drops_;
+  CaptureTracker captures_;
   uint64_t first_event_ns_ = UINT64_MAX;
   uint64_t last_event_ns_ = 0;
   uint64_t last_heartbeat_ns_ = 0;

@@ -4,7 +4,12 @@
 event in the recording of launch-heavy work).
 
 Each configuration runs launch_overhead_bench several times, interleaved, and keeps the median, so
-machine noise hits every configuration alike. Prints ratios, never asserts: a benchmark, not a test."""
+machine noise hits every configuration alike. Prints ratios, never asserts: a benchmark, not a test.
+
+On the simulated runtime a launch costs about 1 us of the simulator's own work, so the differences
+printed here are within its noise: gapwatch's cost per launch is measured by bench/launch_cost.py
+on the bench-only trio (docs/performance.md). This one stays for the bytes per event of a
+launch-heavy recording."""
 import argparse
 import json
 import os

@@ -156,9 +156,9 @@ void record_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const v
       }
     return;
   }
-  uint64_t exit_ticks = host_ticks();
   if (runtime) --t_runtime_depth;
-  else if (t_runtime_depth > 0) return;
+  else if (t_runtime_depth > 0) return;  // the nested driver half of a runtime call: no clock read
+  uint64_t exit_ticks = host_ticks();
   if (t_runtime_depth == 0) Recorder::exit_call();
   Recorder* recorder = Recorder::active();
   if (!recorder || Recorder::on_internal_thread()) return;

@@ -54,6 +54,10 @@ class EventRing {
     return size_t(head - tail);
   }
 
+  // Consumer side: how many published events wait to be drained.
+  size_t fill() const {
+    return size_t(head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed));
+  }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   // Consumer side, once the owner is gone (no producer): the next owner starts from no drops.
   void forget_drops() { dropped_.store(0, std::memory_order_relaxed); }

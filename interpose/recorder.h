@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -68,7 +69,7 @@ class Recorder {
   void set_cupti_dropped(uint64_t total) { cupti_dropped_.store(total, std::memory_order_relaxed); }
   // Records CUPTI handed back unfinished (a forced flush), not recorded.
   void count_cupti_incomplete(uint64_t n) { cupti_incomplete_.fetch_add(n, std::memory_order_relaxed); }
-  // What the flusher calls every kDevicePullRounds rounds, before it drains, to make CUPTI hand
+  // What the flusher calls every kDevicePullPeriod (100 ms), before it drains, to make CUPTI hand
   // back the records of finished work (its own flushing returns full buffers only). Set once,
   // before the first round can need it.
   void set_device_record_pull(void (*pull)()) { device_record_pull_.store(pull, std::memory_order_release); }
@@ -125,6 +126,8 @@ class Recorder {
   ApiCallFields translate(const ApiCallRecord& r, uint32_t tid);
   NcclCallFields translate(const NcclCallRecord& r, uint32_t tid, std::vector<Comm>& comms);
   void flusher_main();
+  // Whether some thread's ring is full enough that the flusher should drain now, not at its period.
+  bool a_ring_filling() const;
   void flush_once(bool final);
   // Launches without a device record yet, from the drained records (flusher only).
   void track_launch(const ApiCallRecord& r, uint64_t start_ns, uint32_t tid);
@@ -184,7 +187,7 @@ class Recorder {
   std::atomic<uint64_t> cupti_incomplete_{0};
   uint64_t cupti_incomplete_sent_ = 0;
   std::atomic<void (*)()> device_record_pull_{nullptr};
-  uint64_t flush_rounds_ = 0;
+  std::chrono::steady_clock::time_point next_pull_{};  // flusher only
 
   // Flusher state.
   std::thread flusher_;

@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-python3 bench/launch_overhead.py --build build
+python3 bench/launch_cost.py --build build       # gapwatch's own ns per launch, on the bench-only trio
+python3 bench/launch_storm.py --build build      # 4 threads launching back to back: drops per run
+python3 bench/launch_overhead.py --build build   # bytes per event, on the simulated runtime
 python3 bench/analysis_throughput.py --build build
 python3 bench/live_records.py --build build

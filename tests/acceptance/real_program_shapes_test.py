@@ -64,6 +64,8 @@ class RealProgramShapes(unittest.TestCase):
         self.assertEqual(launches["launches"], 10, launches)
         self.assertEqual(launches["graph_kernels"], 30, launches)
         self.assertEqual(launches["captured_calls"], 4, launches)  # three launches and a memset
+        # The report's event counts too: the three captured launches fired callbacks, ran nothing.
+        self.assertEqual(p["events"]["launches"], 10, p["events"])
 
     def test_event_polling_loop_is_one_sync_point_with_every_poll(self):
         out, p = record_and_report("poll")
