@@ -4,7 +4,8 @@
 #
 # Run from the repository root, with libgapwatch.so built beforehand on the development machine:
 #
-#   scripts/gpu-check.sh                      # the whole check, estimated 3-4 minutes, 270 s at most
+#   scripts/gpu-check.sh                      # the whole check, estimated 6-7 minutes, 460 s at most
+#                                             # (runs: 220 s; then the field checks: 230 s)
 #   scripts/gpu-check.sh --no-optional        # only the nine core runs
 #   scripts/gpu-check.sh --only data_bound,data_fixed   # only these jobs (any of the four)
 #   scripts/gpu-check.sh --self-test          # no torch, no GPU: fake jobs, checks the harness itself
@@ -19,7 +20,9 @@
 #   GAPWATCH_BIN             the gapwatch CLI, used for `gapwatch report` if present (build/bin/gapwatch)
 #   OUT                      where the archive goes           (./gpu-check-out/ when unset)
 #   GPU_CHECK_PYTHON         the interpreter holding torch    (python3)
-#   GPU_CHECK_BUDGET_S       whole-run budget in seconds      (270; a hard stop comes 40 s later)
+#   GPU_CHECK_BUDGET_S       whole-run budget in seconds      (450; a hard stop comes 30 s later)
+#   GPU_CHECK_FIELD_S        of it, kept for the field checks (230: live records 25, launch cost
+#                            100, NCCL 60, CUPTI 12 45; scripts/gpu-check/README.md, "Field checks")
 #   GPU_CHECK_JOB_TIMEOUT_S  one run's limit in seconds       (60)
 #   GPU_CHECK_STEPS          training steps per run           (50, of which 5 are warm-up)
 #   GPU_CHECK_SMI            1: sample nvidia-smi GPU-Util during each run (1)
@@ -60,7 +63,8 @@ while (($#)); do
   shift
 done
 
-budget="${GPU_CHECK_BUDGET_S:-270}"
+budget="${GPU_CHECK_BUDGET_S:-450}"
+field_s="${GPU_CHECK_FIELD_S:-230}"
 job_timeout="${GPU_CHECK_JOB_TIMEOUT_S:-60}"
 steps="${GPU_CHECK_STEPS:-50}"
 use_smi="${GPU_CHECK_SMI:-1}"
@@ -71,12 +75,13 @@ lib="${GAPWATCH_LIB:-$repo_root/build/lib/libgapwatch.so}"
 gw_bin="${GAPWATCH_BIN:-$repo_root/build/bin/gapwatch}"
 warmup=5
 if ((self_test)); then
-  budget="${GPU_CHECK_BUDGET_S:-90}"
+  budget="${GPU_CHECK_BUDGET_S:-120}"
+  field_s="${GPU_CHECK_FIELD_S:-30}"
   job_timeout="${GPU_CHECK_JOB_TIMEOUT_S:-20}"
   steps="${GPU_CHECK_STEPS:-12}"
   use_smi=0
 fi
-for v in budget job_timeout steps max_archive_mb; do
+for v in budget field_s job_timeout steps max_archive_mb; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "gpu-check.sh: $v must be a whole number, got '${!v}'" >&2; exit 1; }
 done
 [[ "$harness_sync" == step || "$harness_sync" == end ]] ||
@@ -91,7 +96,7 @@ if [[ -z "${GPU_CHECK_INNER:-}" ]] && command -v timeout >/dev/null 2>&1; then
   ((self_test)) && args+=(--self-test)
   ((optional)) || args+=(--no-optional)
   [[ -n "$only" ]] && args+=(--only "$only")
-  exec timeout -s TERM -k 15 "$((budget + 40))" bash "${BASH_SOURCE[0]}" ${args[@]+"${args[@]}"}
+  exec timeout -s TERM -k 15 "$((budget + 30))" bash "${BASH_SOURCE[0]}" ${args[@]+"${args[@]}"}
 fi
 
 cd "$repo_root" || exit 1
@@ -120,7 +125,8 @@ archive="$dest/$name.tar.gz"
 
 say() { printf '%s\n' "$*" | tee -a "$log"; }
 elapsed() { echo $((SECONDS)); }
-remaining() { echo $((budget - SECONDS)); }
+# The runs leave field_s seconds of the budget to the field checks that follow them.
+remaining() { echo $((budget - SECONDS - ${in_field_checks:-field_s})); }
 
 # ---- packing ---------------------------------------------------------------------------------
 # The archive is refreshed after every run (fast gzip), so even a KILL leaves the runs done so far.
@@ -407,6 +413,37 @@ if ((optional)); then
   run_job launch_bound both
   run_job launch_graphed torchprof
   run_job data_bound both_inject
+fi
+
+# ---- field checks: CUPTI, PyTorch and NCCL as they behave on a real GPU (issue 9) --------------
+# Each is its own script under scripts/gpu-check/, bounded by its own limit and by what is left;
+# each writes into field/<name>/ and exits 0 when its harness worked (README.md, "Field checks").
+in_field_checks=0
+field_check() {
+  local name="$1" limit="$2"
+  shift 2
+  local left=$(($(remaining) - 25))
+  ((left < limit)) && limit=$left
+  if ((limit < 10)); then
+    say "$(printf '%-30s skipped: out of time budget' "field/$name")"
+    return 0
+  fi
+  mkdir -p "$stage/field/$name"
+  local t0=$SECONDS
+  GAPWATCH_LIB="$lib" GAPWATCH_BIN="$gw_bin" GPU_CHECK_PYTHON="$py" \
+    timeout -k 5 "$limit" "$@" >"$stage/field/$name/output.txt" 2>&1
+  local rc=$?
+  say "$(printf '%-30s rc=%s in %s s (limit %s s)' "field/$name" "$rc" "$((SECONDS - t0))" "$limit")"
+}
+if [[ -n "$py_ok" ]]; then
+  say "field checks:"
+  st=()
+  ((self_test)) && st=(--self-test)
+  field_check live_records 25 "$py" "$here/live_records_check.py" "$stage/field/live_records" ${st[@]+"${st[@]}"}
+  field_check launch_cost 100 "$py" "$here/launch_cost_check.py" "$stage/field/launch_cost" --budget-s 90 \
+    ${st[@]+"${st[@]}"}
+  field_check nccl 60 "$py" "$here/nccl_check.py" "$stage/field/nccl" --budget 55 ${st[@]+"${st[@]}"}
+  field_check cupti12 45 bash "$here/cupti12_check.sh" "$stage/field/cupti12" ${st[@]+"${st[@]}"}
 fi
 
 # ---- gapwatch's own report, where the CLI was carried along ------------------------------------

@@ -623,6 +623,35 @@ def render(env, runs, table, chk):
     return "\n".join(L) + "\n"
 
 
+# What each field check (gpu-check.sh, "field checks") wrote as its result, verbatim: each says
+# what its numbers mean (scripts/gpu-check/README.md, "Field checks").
+FIELD_RESULTS = [("live_records", "live_records/live_records.txt"), ("launch_cost", "launch_cost.txt"),
+                 ("nccl", "nccl_check.json"), ("cupti12", "cupti12/result.txt")]
+
+
+def field_checks_text(d):
+    out = []
+    for name, rel in FIELD_RESULTS:
+        base = os.path.join(d, "field", name)
+        if not os.path.isdir(base):
+            continue
+        found = None
+        for root, _, files in os.walk(base):
+            if os.path.basename(rel) in files and (root + "/").endswith(os.path.dirname(rel) + "/" if os.path.dirname(rel) else "/"):
+                found = os.path.join(root, os.path.basename(rel))
+                break
+        out.append("\nfield check %s:" % name)
+        if not found:
+            out.append("  no %s (see field/%s/output.txt)" % (rel, name))
+            continue
+        with open(found, encoding="utf-8", errors="replace") as f:
+            body = f.read()
+        if found.endswith(".json"):
+            body = body[:1500]
+        out.extend("  " + ln for ln in body.splitlines()[:25])
+    return "\n".join(out) + ("\n" if out else "")
+
+
 def summarise(d):
     runs_dir = os.path.join(d, "runs")
     runs = []
@@ -652,7 +681,7 @@ def summarise(d):
     except OSError:
         pass
     chk = checks(runs, smoke)
-    text = render(env, runs, table, chk)
+    text = render(env, runs, table, chk) + field_checks_text(d)
     with open(os.path.join(d, "summary.json"), "w", encoding="utf-8") as f:
         json.dump({"overhead": table, "checks": chk,
                    "runs": [{k: r.get(k) for k in ("run", "job", "mode", "status", "rc", "timed_out",
