@@ -48,7 +48,7 @@ F real(std::atomic<F>& cache, const char* name) {
 // client starts recording if CUDA has not yet (a profiler started before the first CUDA call), so
 // that gapwatch is the one real subscriber from the start.
 bool serving() {
-  if (Recorder::on_internal_thread()) return false;
+  if (Recorder::on_internal_thread() || starting_on_this_thread()) return false;
   if (!g_start_attempted.load(std::memory_order_acquire)) ensure_started();
   return cupti_active();
 }

@@ -73,9 +73,20 @@ void on_fork_child() {
 
 }  // namespace
 
+namespace {
+thread_local bool t_starting = false;
+}  // namespace
+
+bool starting_on_this_thread() { return t_starting; }
+
 void ensure_started() {
   static std::mutex mu;
+  if (t_starting) return;
   std::lock_guard<std::mutex> lock(mu);
+  struct Starting {
+    Starting() { t_starting = true; }
+    ~Starting() { t_starting = false; }
+  } starting;
   if (g_start_attempted.load(std::memory_order_acquire)) return;
   Settings settings = read_settings();
   if (settings.disabled || g_in_forked_child) {

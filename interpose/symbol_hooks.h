@@ -23,6 +23,9 @@ extern std::atomic<bool> g_start_attempted;
 // Whether the driver will call our InitializeInjection (CUDA_INJECTION64_PATH names us).
 extern bool g_injection_is_us;
 void ensure_started();
+// True on the thread that is inside ensure_started(): a CUPTI call made while gapwatch starts
+// (libcupti's own start-up reaching an exported name) must not start it again.
+bool starting_on_this_thread();
 
 // The next definition of `name` after this library (the real one), resolved on first use.
 template <class F>
