@@ -167,7 +167,7 @@ void span_changed(bool active, const void* client_function) {
 
 }  // namespace
 
-bool has_foreign_subscriber() { return g_subscriber.load(std::memory_order_relaxed) != nullptr; }
+std::atomic<bool> g_foreign_subscribed{false};
 
 void forward_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   ForeignSubscriber* s = g_subscriber.load(std::memory_order_acquire);
@@ -305,6 +305,7 @@ static CUptiResult subscribe(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc 
   g_subscriber_storage.callback = callback;
   g_subscriber_storage.userdata = userdata;
   g_subscriber.store(&g_subscriber_storage, std::memory_order_release);
+  g_foreign_subscribed.store(true, std::memory_order_release);
   *handle = foreign_handle();
   if (Recorder* recorder = Recorder::active())
     log_line(recorder->settings(), LogLevel::kInfo, "sharing CUPTI's callbacks with %s",
@@ -316,6 +317,7 @@ static CUptiResult unsubscribe() {
   std::lock_guard<std::mutex> lock(g_subscribe_mu);
   if (!g_subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
   g_subscriber.store(nullptr, std::memory_order_release);
+  g_foreign_subscribed.store(false, std::memory_order_release);
   // What only the other client wanted goes off again. The struct stays: a callback may be running.
   for (int d = 0; d < kDomains; ++d)
     for (int c = 0; c < kCbids; ++c)

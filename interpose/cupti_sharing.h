@@ -26,6 +26,7 @@
 // function here calls into CUPTI while holding g_out_mu.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,8 +35,10 @@
 namespace gapwatch {
 namespace cupti_sharing {
 
-// The other client's subscription, when it has one: forwarded callbacks (user's threads).
-bool has_foreign_subscriber();
+// The other client's subscription, when it has one: forwarded callbacks (user's threads). The
+// check is inline: every callback of every launch makes it.
+extern std::atomic<bool> g_foreign_subscribed;
+inline bool has_foreign_subscriber() { return g_foreign_subscribed.load(std::memory_order_relaxed); }
 void forward_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
 
 // Activity records for the other client (the thread CUPTI hands a buffer back on).
