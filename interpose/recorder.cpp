@@ -417,14 +417,16 @@ void Recorder::note_proof_of_completion(const ApiCallRecord& r, const ApiCallFie
   if (r.kind == wire::ApiKind::kCaptureEnd) capturing_[tid] = false;
   if (r.kind == wire::ApiKind::kLaunch && r.correlation && !capturing_[tid]) {
     auto& last = last_launch_by_thread_[tid];
-    if (!last.correlation) last = {r.correlation, f.start_ns, 0};
+    if (!last.correlation) last = {r.correlation, f.start_ns, 0, false};
     return;
   }
   if (!(r.flags & kFlagBlocked)) return;
   auto it = last_launch_by_thread_.find(tid);
   if (it == last_launch_by_thread_.end() || !it->second.correlation) return;
   constexpr size_t kMaxAwaited = 64;
-  if (awaited_.size() < kMaxAwaited) awaited_.push_back({it->second.correlation, it->second.launch_ns, pulls_done_ + 1});
+  if (awaited_.size() < kMaxAwaited)
+    awaited_.push_back({it->second.correlation, it->second.launch_ns, pulls_done_ + 1,
+                        r.kind == wire::ApiKind::kDeviceSync});
   it->second = {};
 }
 
@@ -433,8 +435,7 @@ void Recorder::note_proof_of_completion(const ApiCallRecord& r, const ApiCallFie
 // torch.profiler starts, without LD_PRELOAD putting gapwatch in front of it: cupti_sharing.h).
 // Then gapwatch is blind until records come again; the span goes into the recording and one line
 // to stderr. Not blind: a record CUPTI counted as dropped, or any device record in the last two
-// pulls (a launch on one stream followed by a sync of another proves nothing, but then the
-// other stream's records keep arriving).
+// pulls; and at least one device-wide wait or three waits in a row (below).
 void Recorder::watch_for_blindness(const std::vector<DeviceActivityFields>& activities) {
   uint64_t first_record_ns = UINT64_MAX;
   for (const DeviceActivityFields& a : activities)
@@ -462,6 +463,14 @@ void Recorder::watch_for_blindness(const std::vector<DeviceActivityFields>& acti
   // The forced flush at exit is a last pull: what is still missing after it never came.
   const bool last_pull = finished_.load(std::memory_order_relaxed) && first_record_ns == UINT64_MAX;
   if (!last_pull && (pulls_done_ < oldest.proven_at_pull + 1 || pulls_done_ < last_record_pull_ + 2)) return;
+  // A wait for one stream proves its thread's launch finished only if the launch was on that
+  // stream, which the recorder does not know: one such proof could be a kernel still running on
+  // another stream (a collective waiting for a slow rank). A device-wide wait proves it; so do
+  // three launches in a row, each followed by a wait that returned, none of them with a record.
+  constexpr size_t kStreamProofs = 3;
+  const bool proven = awaited_.size() >= kStreamProofs ||
+                      std::any_of(awaited_.begin(), awaited_.end(), [](const AwaitedLaunch& a) { return a.by_device_sync; });
+  if (!proven) return;
   if (drops_explain) {
     awaited_.clear();
     return;

@@ -167,6 +167,7 @@ class Recorder {
     uint64_t correlation;
     uint64_t launch_ns;
     uint64_t proven_at_pull;  // the pull after which its record must be here
+    bool by_device_sync;      // proven by a wait for the whole device, not for one stream
   };
   void note_proof_of_completion(const ApiCallRecord& r, const ApiCallFields& f, uint32_t tid);
   void watch_for_blindness(const std::vector<DeviceActivityFields>& activities);

@@ -76,6 +76,18 @@ class SharedUnderPreload(unittest.TestCase):
         self.assertEqual(profile["launch_callbacks"], DURING)
 
 
+class NoOtherClient(unittest.TestCase):
+    def test_a_job_that_waits_for_every_kernel_is_never_called_blind(self):
+        # The same launches and waits, 40 ms apart and with pauses, with nobody taking CUPTI: the
+        # detection must not mistake a quiet device for a stolen activity API.
+        for mode in ("injection", "preload"):
+            with tempfile.TemporaryDirectory() as d:
+                _, _, out, stderr = run("none", mode, d)
+                self.assertNotIn("stopped arriving", stderr, mode)
+                self.assertEqual(spans(out), [], mode)
+                self.assertEqual(len(kernels(out)), BEFORE + DURING + AFTER, mode)
+
+
 class NotSharedUnderInjectionAlone(unittest.TestCase):
     def test_current_kineto_takes_the_activity_api_and_gapwatch_marks_the_span_blind(self):
         with tempfile.TemporaryDirectory() as d:

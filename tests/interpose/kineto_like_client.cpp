@@ -5,6 +5,7 @@
 //                                registers a timestamp callback returning TSC ticks, its buffer
 //                                callbacks, enables CONCURRENT_KERNEL, MEMCPY, MEMSET; at its end it
 //                                flushes (forced) and disables the kinds.
+//   kineto_like_client none      the same job without a profiler session (nothing takes CUPTI).
 //   kineto_like_client legacy    released PyTorch: cuptiSubscribe first (resource and runtime launch
 //                                callbacks); refused with error 39 it logs what Kineto logs and
 //                                profiles CPU only; else the session as above.
@@ -77,6 +78,7 @@ void check(CUptiResult r, const char* what) {
 
 int main(int argc, char** argv) {
   const bool legacy = argc > 1 && strcmp(argv[1], "legacy") == 0;
+  const bool no_session = argc > 1 && strcmp(argv[1], "none") == 0;
   static simtest::TestKernel kernel;
   simtest::register_kernel(kernel, "_Z10kinetoworkv");
   auto pause = [](long ms) {
@@ -94,7 +96,7 @@ int main(int argc, char** argv) {
   run(kBefore, 0);
   pause(300);
 
-  bool gpu = true;
+  bool gpu = !no_session;
   CUpti_SubscriberHandle subscriber = nullptr;
   if (legacy) {
     CUptiResult r = cuptiSubscribe(&subscriber, on_callback, nullptr);
