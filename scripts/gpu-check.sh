@@ -126,7 +126,11 @@ archive="$dest/$name.tar.gz"
 say() { printf '%s\n' "$*" | tee -a "$log"; }
 elapsed() { echo $((SECONDS)); }
 # The runs leave field_s seconds of the budget to the field checks that follow them.
-remaining() { echo $((budget - SECONDS - ${in_field_checks:-field_s})); }
+remaining() {
+  local reserve=$field_s
+  [[ -n "${in_field_checks:-}" ]] && reserve=0
+  echo $((budget - SECONDS - reserve))
+}
 
 # ---- packing ---------------------------------------------------------------------------------
 # The archive is refreshed after every run (fast gzip), so even a KILL leaves the runs done so far.
