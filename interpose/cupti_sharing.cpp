@@ -438,14 +438,10 @@ static CUptiResult activity_disable(CUpti_ActivityKind kind) {
     if (r != CUPTI_SUCCESS) return r;
   }
   kind = stored_kind(kind);
-  if (g_kinds[kind].exchange(0) && g_kind_count.fetch_sub(1) == 1) {
-    span_changed(false, nullptr);
-    // Its records from here on are gapwatch's alone: back to gapwatch's own clock.
-    if (g_clock.exchange(nullptr, std::memory_order_acq_rel)) {
-      static std::atomic<decltype(&cuptiActivityRegisterTimestampCallback)> cache{nullptr};
-      if (auto reg = real(cache, "cuptiActivityRegisterTimestampCallback")) reg(timestamp);
-    }
-  }
+  // The other client's clock stays CUPTI's after its last kind goes off: a client may register its
+  // clock once and trace many sessions (and CUPTI may refuse a new clock while kinds are on).
+  // gapwatch keeps mapping its records back, and keeps calibrating.
+  if (g_kinds[kind].exchange(0) && g_kind_count.fetch_sub(1) == 1) span_changed(false, nullptr);
   return CUPTI_SUCCESS;
 }
 

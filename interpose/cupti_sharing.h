@@ -14,9 +14,10 @@
 //    cover is copied from gapwatch's buffers into buffers the other client's request callback gives,
 //    handed back to its completion callback when full or when it flushes, and read back by its
 //    cuptiActivityGetNextRecord, which knows those buffers by their first bytes;
-//  - clock: CUPTI's one timestamp callback is gapwatch's, or the other client's while that client
-//    traces (its records must be in the clock it asked for); gapwatch maps records that are not in
-//    CLOCK_MONOTONIC back through readings of both clocks taken on every device pull.
+//  - clock: CUPTI's one timestamp callback is gapwatch's until the other client registers one,
+//    then the other client's for the rest of the process (its records must be in the clock it
+//    asked for, in every later session too); gapwatch maps records that are not in CLOCK_MONOTONIC
+//    back through readings of both clocks taken on every device pull.
 // Without LD_PRELOAD none of this is reachable, and the recorder detects instead that device
 // records stopped arriving (recorder.cpp, "blind").
 //
