@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,10 +14,12 @@ namespace gapwatch {
 
 OutputSink::~OutputSink() { close(); }
 
-bool OutputSink::connect_socket(const std::string& path) {
+bool OutputSink::connect_socket(const std::string& path, const std::string& fallback_path) {
   sockaddr_un addr{};
   if (path.size() >= sizeof addr.sun_path) return false;
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking from the start: a collector whose backlog is full refuses at once (EAGAIN), as
+  // one that is not there does.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return false;
   addr.sun_family = AF_UNIX;
   memcpy(addr.sun_path, path.c_str(), path.size() + 1);
@@ -24,9 +27,17 @@ bool OutputSink::connect_socket(const std::string& path) {
     ::close(fd);
     return false;
   }
+  // The collector must be this user's: a socket someone else made in a place we looked is not.
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != getuid()) {
+    ::close(fd);
+    return false;
+  }
   fd_ = fd;
   socket_ = true;
-  path_ = path;
+  path_ = socket_path_ = path;
+  fallback_path_ = fallback_path;
   return true;
 }
 
@@ -39,26 +50,95 @@ bool OutputSink::open_file(const std::string& path) {
   std::string header(reinterpret_cast<const char*>(kFileMagic), sizeof kFileMagic);
   uint32_t v = kFileFormatVersion;
   for (int i = 0; i < 4; ++i) header.push_back(char((v >> (8 * i)) & 0xff));  // little-endian
-  return write(header);
+  return write_all(fd_, header.data(), header.size()) || (failed_ = true, false);
 }
 
-bool OutputSink::write(const std::string& bytes) {
-  if (!ok()) return false;
+bool OutputSink::write_all(int fd, const char* data, size_t size) {
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = socket_ ? ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL)
-                        : ::write(fd_, bytes.data() + done, bytes.size() - done);
+  while (done < size) {
+    ssize_t n = ::write(fd, data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failed_ = true;
-      return false;
-    }
+    if (n <= 0) return false;
     done += size_t(n);
   }
   return true;
 }
 
+bool OutputSink::send_pending() {
+  while (!pending_.empty()) {
+    const std::string& front = pending_.front();
+    ssize_t n = ::send(fd_, front.data() + front_sent_, front.size() - front_sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) return false;  // EPIPE, ECONNRESET: the collector is gone
+    front_sent_ += size_t(n);
+    if (front_sent_ == front.size()) {  // taken whole: the collector has it, the file never will
+      pending_bytes_ -= front.size();
+      pending_.pop_front();
+      front_sent_ = 0;
+    }
+  }
+  return true;
+}
+
+bool OutputSink::fall_back(const char* why) {
+  ::close(fd_);
+  fd_ = -1;
+  socket_ = false;
+  fell_back_because_ = why;
+  std::deque<std::string> frames;
+  frames.swap(pending_);
+  pending_bytes_ = front_sent_ = 0;
+  if (fallback_path_.empty() || !open_file(fallback_path_)) {
+    failed_ = true;
+    return false;
+  }
+  path_ = fallback_path_;
+  // A reader of the file needs the stream's Hello first; the frames the collector did not take
+  // whole follow it (the one it got a part of, whole: the collector drops a cut frame).
+  // (When the collector never took the Hello whole, it is the first pending frame: once is enough.)
+  bool ok = write_all(fd_, hello_.data(), hello_.size());
+  for (size_t i = 0; i < frames.size() && ok; ++i)
+    if (!(i == 0 && frames[i] == hello_)) ok = write_all(fd_, frames[i].data(), frames[i].size());
+  if (!ok) failed_ = true;
+  return ok;
+}
+
+bool OutputSink::write(const std::string& frame) {
+  if (!ok()) return false;
+  if (!socket_) {
+    if (write_all(fd_, frame.data(), frame.size())) return true;
+    failed_ = true;
+    return false;
+  }
+  if (hello_.empty()) hello_ = frame;
+  // Frames from before are sent first, then this one; what the socket does not take waits.
+  if (pending_bytes_ + frame.size() > kPendingLimit) {
+    if (!send_pending()) return fall_back("gone") && write(frame);
+    if (pending_bytes_ + frame.size() > kPendingLimit) return fall_back("stalled") && write(frame);
+  }
+  pending_.push_back(frame);
+  pending_bytes_ += frame.size();
+  if (!send_pending()) return fall_back("gone");
+  return true;
+}
+
 void OutputSink::close() {
+  if (fd_ < 0) return;
+  if (socket_) {
+    // Goodbye is in pending_ now: give the collector a short while to take it, then the file.
+    for (int waited = 0; !pending_.empty() && waited < kExitDrainMs; waited += 10) {
+      if (!send_pending()) break;
+      if (pending_.empty()) break;
+      pollfd p{fd_, POLLOUT, 0};
+      poll(&p, 1, 10);
+    }
+    if (!pending_.empty() && !send_pending()) {
+      fall_back("gone");
+    } else if (!pending_.empty()) {
+      fall_back("stalled");
+    }
+  }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }

@@ -96,9 +96,13 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
   std::lock_guard<std::mutex> lock(start_mu);
   if (Recorder* r = active()) return r;
   auto* r = new Recorder(settings);  // lives until the process exits: threads may still hold it
-  bool open = !settings.socket_path.empty() && r->sink_.connect_socket(settings.socket_path);
+  const std::string path = output_path(settings.output_path);
+  std::string socket = settings.socket_path;
+  // No socket named and no file either: a collector of this user's at the default place, if one
+  // listens (GAPWATCH_OUTPUT asks for a file, and gets one).
+  if (socket.empty() && settings.output_path.empty()) socket = default_collector_socket();
+  bool open = !socket.empty() && socket != "off" && r->sink_.connect_socket(socket, path);
   if (!open) {
-    std::string path = output_path(settings.output_path);
     open = r->sink_.open_file(path);
     if (!open) {
       log_line(settings, LogLevel::kWarn, "cannot write the recording %s: %s; not recording", path.c_str(),
@@ -379,7 +383,9 @@ void Recorder::flush_once(bool final) {
   b.sequence = sequence_;
   frame_.clear();
   encoder_.batch(b, frame_);
-  if (sink_.write(frame_)) {
+  const bool delivered = sink_.write(frame_);
+  note_fallback();
+  if (delivered) {
     ++sequence_;
     api_calls_sent_ += b.api_calls.size();
     activities_sent_ += b.activities.size();
@@ -485,6 +491,14 @@ void Recorder::watch_for_blindness(const std::vector<DeviceActivityFields>& acti
            "leave CUPTI to the other profiler");
 }
 
+void Recorder::note_fallback() {
+  if (fallback_noted_ || sink_.fell_back_because().empty()) return;
+  fallback_noted_ = true;
+  log_line(settings_, LogLevel::kWarn, "the collector at %s %s; the rest of the stream goes to %s",
+           sink_.socket_path().c_str(),
+           sink_.fell_back_because() == "stalled" ? "stopped taking the stream" : "went away", sink_.path().c_str());
+}
+
 void Recorder::maybe_heartbeat() {
   constexpr uint64_t kFlushPeriodNs = std::chrono::nanoseconds(kFlushPeriod).count();
   constexpr uint64_t kQuietPeriodNs = 1000000000;  // the end time of a killed process, to a second
@@ -522,6 +536,7 @@ void Recorder::maybe_heartbeat() {
   frame_.clear();
   encoder_.heartbeat(h, frame_);
   sink_.write(frame_);  // a lost heartbeat costs nothing the next one does not repeat
+  note_fallback();
   last_heartbeat_ns_ = now;
   last_heartbeat_calls_ = digest;
 }
@@ -560,6 +575,7 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   encoder_.goodbye(g, frame_);
   bool written = sink_.write(frame_);
   sink_.close();
+  note_fallback();
   uint64_t total = g.api_calls + g.activities + g.nccl_calls;
   if (sink_.is_socket()) {
     log_line(settings_, LogLevel::kWarn, "streamed %llu events to the collector at %s", (unsigned long long)total,

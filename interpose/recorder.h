@@ -135,6 +135,9 @@ class Recorder {
   // Writes a Heartbeat when it is due: a call in progress for longer than a flush period that the
   // last heartbeat did not show, or a second since the last one.
   void maybe_heartbeat();
+  // Says once on stderr that the collector stalled or went away and where the stream went.
+  void note_fallback();
+  bool fallback_noted_ = false;
   void top_up_spares();
   // A zeroed, pre-faulted ring from mmap (not malloc: a user thread may call it), registered in
   // rings_ in `state`; nullptr when the registry is full or the memory cannot be had.

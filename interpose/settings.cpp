@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace gapwatch {
 namespace {
@@ -36,6 +38,18 @@ Settings read_settings() {
     else if (!strcmp(v, "info") || !strcmp(v, "debug")) s.log = LogLevel::kInfo;
   }
   return s;
+}
+
+std::string default_collector_socket() {
+  std::string dir;
+  if (const char* runtime = env("XDG_RUNTIME_DIR")) dir = std::string(runtime) + "/gapwatch";
+  else dir = "/tmp/gapwatch-" + std::to_string(getuid());
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0)
+    return "";
+  std::string socket = dir + "/collector.sock";
+  if (lstat(socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return "";
+  return socket;
 }
 
 void log_line(const Settings& settings, LogLevel level, const char* format, ...) {

@@ -3,7 +3,10 @@
 //   GAPWATCH_DISABLE=1       do nothing at all
 //   GAPWATCH_OUTPUT=FILE     the recording (default ./gapwatch-<host>-<pid>.gwt); %p: pid, %r: rank;
 //                            a directory: the default name inside it
-//   GAPWATCH_SOCKET=PATH     stream to a collector listening there instead (falls back to the file)
+//   GAPWATCH_SOCKET=PATH     stream to a collector listening there instead (falls back to the file);
+//                            unset, and GAPWATCH_OUTPUT unset too: the default collector socket
+//                            (default_collector_socket()) if one of this user's listens there;
+//                            "off": never a socket
 //   GAPWATCH_RING_KB=N       per-thread ring size (default 1024 KiB)
 //   GAPWATCH_CUPTI_PATH=LIB  which libcupti to load
 //   GAPWATCH_PROBES=symbols  do not use CUPTI; symbol hooks only (for comparison and tests)
@@ -28,6 +31,11 @@ struct Settings {
 };
 
 Settings read_settings();
+// Where a collector of this user's listens by default: $XDG_RUNTIME_DIR/gapwatch/collector.sock,
+// else /tmp/gapwatch-<uid>/collector.sock; "" unless its directory is a real directory (not a
+// symlink) owned by this user and closed to others (mode 0700), so that no one else's socket
+// is taken for it.
+std::string default_collector_socket();
 // True when GAPWATCH_DISABLE asks for nothing; cheap, for the constructor.
 bool disabled_by_environment();
 
