@@ -148,6 +148,10 @@ class CollectorTest(unittest.TestCase):
         self.assertGreaterEqual(len(scenarios), 1)
         collector = Collector(self.dir, "--exit-when-idle", program=GAPWATCHD)
         env = gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket})
+        # Connected until every simulated process has ended: --exit-when-idle must not see a quick
+        # process end before a slow one (on a busy machine) has connected.
+        keeper = collector.connect()
+        keeper.sendall(hello(1, "keeper"))
         procs = []
         for i in range(8):
             scenario = scenarios[i % len(scenarios)]
@@ -156,10 +160,12 @@ class CollectorTest(unittest.TestCase):
         for scenario, p in procs:
             _, err = p.communicate(timeout=HANG * 3)
             self.assertEqual(p.returncode, 0, "%s: %s" % (scenario, err))
+        keeper.sendall(goodbye())
+        keeper.close()
         self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
         log = collector.log()
         self.assertIn("--exit-when-idle", log)
-        files = collector.recordings()
+        files = [f for f in collector.recordings() if "-keeper-" not in f]
         pids = {}
         for f in files:
             pids.setdefault(int(os.path.basename(f).split("-")[2].split(".")[0]), []).append(f)
