@@ -27,6 +27,12 @@ namespace {
 
 using Clock = Connection::Clock;
 
+// Reads per ready connection and loop turn (64 KiB each): one busy peer cannot starve the others.
+constexpr int kReadsPerTurn = 4;
+// At a stop, what a peer has already sent is read up to this many reads (64 MiB): enough for
+// everything a socket buffer holds, bounded for a peer that never stops sending.
+constexpr int kReadsAtStop = 1024;
+
 class Collector {
  public:
   Collector(const CollectorOptions& options, int listen_fd, int signal_fd, int dir_fd)
@@ -59,7 +65,7 @@ class Collector {
       // Connections first, so that the fds[] indices still match connections_.
       for (std::size_t i = 0; i < connections_.size(); ++i) {
         if (fds[i + 2].revents == 0) continue;
-        if (!connections_[i]->readAvailable(now)) finish(i, connections_[i]->closeReason());
+        if (!connections_[i]->readAvailable(now, kReadsPerTurn)) finish(i, connections_[i]->closeReason());
       }
       for (std::size_t i = 0; i < connections_.size(); ++i) {
         if (connections_[i] && connections_[i]->tooSlow(now, timeout)) {
@@ -124,7 +130,7 @@ class Collector {
     const auto now = Clock::now();
     for (std::size_t i = 0; i < connections_.size(); ++i) {
       if (!connections_[i]) continue;
-      if (!connections_[i]->readAvailable(now)) {
+      if (!connections_[i]->readAvailable(now, kReadsAtStop)) {
         finish(i, connections_[i]->closeReason());
       } else {
         finish(i, "collector stopping");

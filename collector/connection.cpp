@@ -17,7 +17,6 @@ namespace gapwatch::collector {
 namespace {
 
 constexpr std::size_t kReadBytes = 64 * 1024;
-constexpr int kReadsPerTurn = 4;
 
 // Bytes from the stream become log text: only printable ASCII, bounded.
 std::string printable(const std::string& text) {
@@ -39,9 +38,9 @@ Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool Connection::readAvailable(Clock::time_point now) {
+bool Connection::readAvailable(Clock::time_point now, int max_reads) {
   uint8_t buffer[kReadBytes];
-  for (int i = 0; i < kReadsPerTurn; ++i) {
+  for (int i = 0; i < max_reads; ++i) {
     ssize_t n = ::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;

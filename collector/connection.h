@@ -35,10 +35,11 @@ class Connection {
   int id() const { return id_; }
   bool helloSeen() const { return hello_seen_; }
 
-  // Reads what the socket has (at most a few reads, so that one busy peer cannot starve the
-  // others). False when the connection is over: end of stream, an error, or a refused stream;
-  // closeReason() says which.
-  bool readAvailable(Clock::time_point now);
+  // Reads what the socket has, at most `max_reads` reads (a few in the loop, so that one busy
+  // peer cannot starve the others; many when the collector stops and drains every peer). False
+  // when the connection is over: end of stream, an error, or a refused stream; closeReason()
+  // says which.
+  bool readAvailable(Clock::time_point now, int max_reads);
 
   // True when the peer has begun a frame (or not yet sent a Hello) and no whole frame came for
   // `timeout`: a peer too slow to keep, or one holding a connection open for nothing.
