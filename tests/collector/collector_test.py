@@ -243,6 +243,34 @@ class CollectorTest(unittest.TestCase):
         # One line per bad connection, none with a traceback or two lines for one event.
         self.assertEqual(len([l for l in log.splitlines() if "refused" in l]), 3)
 
+    def test_hostile_crowd_while_a_process_streams(self):
+        collector = Collector(self.dir)
+        sim = subprocess.Popen([gwtest.SIM, os.path.join(gwtest.SCENARIOS, "launch-bound.json"), "--quiet"],
+                               env=gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket}),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        crowd = [collector.connect() for _ in range(100)]
+        for s in crowd:
+            s.close()
+        truncated = collector.connect()
+        truncated.sendall(hello(970, "cut")[:6])
+        truncated.close()
+        noise = collector.connect()
+        noise.sendall(os.urandom(1 << 16))
+        self.assertTrue(wait_closed(noise))
+        _, err = sim.communicate(timeout=HANG)
+        self.assertEqual(sim.returncode, 0, err)
+        collector.wait_log("ended before a Hello", count=101)
+        collector.wait_log("closed (ended)")
+        self.assertEqual(collector.stop(), 0)
+        [f] = collector.recordings()
+        self.assertIn("-%d.gwt" % sim.pid, f)
+        events = gwtest.dump(f)
+        counts = type_counts(events)
+        [bye] = [e for e in events if e["type"] == "goodbye"]
+        self.assertGreater(bye["api_calls"], 0)
+        for kind, total in (("api_call", "api_calls"), ("activity", "activities")):
+            self.assertEqual(counts.get(kind, 0), bye[total], kind)
+
     def test_slow_peer_is_closed_and_others_go_on(self):
         collector = Collector(self.dir, timeout="1s")
         slow = collector.connect()
