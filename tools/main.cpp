@@ -2,6 +2,7 @@
 //
 // Commands live in <command>_command.{h,cpp}; this file only wires them to CLI11 and turns
 // command-line mistakes into exit code 1 (docs/cli.md).
+#include "collector/collector.h"
 #include "tools/dump_command.h"
 #include "tools/duration_text.h"
 #include "tools/exit_codes.h"
@@ -16,9 +17,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -39,6 +42,17 @@ std::string versionText() {
 int main(int argc, char** argv) {
   namespace cli = gapwatch::cli;
   google::protobuf::SetLogHandler(&ignoreProtobufLog);
+
+  // Installed as gapwatchd too (a link to this binary): that name means `gapwatch collector`.
+  std::vector<char*> daemon_argv;
+  const char* slash = argc > 0 ? std::strrchr(argv[0], '/') : nullptr;
+  if (argc > 0 && std::strcmp(slash ? slash + 1 : argv[0], "gapwatchd") == 0) {
+    static char collector_word[] = "collector";
+    daemon_argv.assign(argv, argv + argc);
+    daemon_argv.insert(daemon_argv.begin() + 1, collector_word);
+    argc = int(daemon_argv.size());
+    argv = daemon_argv.data();
+  }
 
   CLI::App app{"gapwatch: why is my GPU idle? Reads gapwatch recordings (.gwt files).", "gapwatch"};
   app.set_version_flag("--version", versionText(), "Print gapwatch's version and exit");
@@ -76,6 +90,25 @@ int main(int argc, char** argv) {
       ->default_str("30us");
   report_command->add_option("FILE", report.files, "One or more .gwt recordings (several: one per rank)")->required();
 
+  gapwatch::collector::CollectorOptions collector;
+  std::string slow_peer_text;
+  CLI::App* collector_command = app.add_subcommand(
+      "collector", "Receive traced processes' streams on a Unix socket and write each to its own .gwt (also: gapwatchd)");
+  collector_command
+      ->add_option("--socket", collector.socket_path,
+                   "Socket to listen on (default: $XDG_RUNTIME_DIR/gapwatch/collector.sock, else "
+                   "/tmp/gapwatch-<uid>/collector.sock); its directory must be 0700 and yours");
+  collector_command->add_option("--output-dir", collector.output_dir, "Directory the recordings go to")
+      ->check(CLI::ExistingDirectory)
+      ->default_str(".");
+  collector_command->add_flag("--exit-when-idle", collector.exit_when_idle,
+                              "Exit once a process has connected and every process has disconnected");
+  collector_command
+      ->add_option("--slow-peer-timeout", slow_peer_text,
+                   "Close a connection that has begun a frame (or sent no Hello) and sent no whole frame for this long")
+      ->check(duration_check)
+      ->default_str("30s");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -93,6 +126,14 @@ int main(int argc, char** argv) {
       }
       report.colour = cli::colourWanted(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
       return cli::runReport(report, std::cout, std::cerr);
+    }
+    if (*collector_command) {
+      if (!slow_peer_text.empty()) collector.slow_peer_timeout_ns = *cli::parseDuration(slow_peer_text);
+      if (collector.slow_peer_timeout_ns == 0) {
+        std::cerr << "gapwatch: --slow-peer-timeout must be more than 0 (see gapwatch --help)\n";
+        return cli::kExitUsage;
+      }
+      return gapwatch::collector::runCollector(collector);
     }
   } catch (const std::exception& e) {
     std::cerr << "gapwatch: internal error: " << e.what() << '\n';

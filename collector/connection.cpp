@@ -1,0 +1,163 @@
+// collector/connection.cpp: see connection.h.
+#include "collector/connection.h"
+
+#include "collector/collector_log.h"
+#include "collector/recording_file.h"
+
+#include <gapwatch/recording_format.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace gapwatch::collector {
+namespace {
+
+constexpr std::size_t kReadBytes = 64 * 1024;
+
+// Bytes from the stream become log text: only printable ASCII, bounded.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() == 64) break;
+    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  return out;
+}
+
+}  // namespace
+
+Connection::Connection(int id, int fd, int peer_pid, int dir_fd, Clock::time_point now)
+    : id_(id), fd_(fd), peer_pid_(peer_pid), dir_fd_(dir_fd), last_frame_(now) {}
+
+Connection::~Connection() {
+  if (file_fd_ >= 0) ::close(file_fd_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool Connection::readAvailable(Clock::time_point now, int max_reads) {
+  uint8_t buffer[kReadBytes];
+  for (int i = 0; i < max_reads; ++i) {
+    ssize_t n = ::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n < 0) {
+      close_reason_ = std::string("read error: ") + strerror(errno);
+      return false;
+    }
+    if (n == 0) {
+      if (!hello_seen_) {
+        close_reason_ = "ended before a Hello";
+      } else if (decoder_.pendingBytes() > 0) {
+        close_reason_ = "ended inside a frame (" + std::to_string(decoder_.pendingBytes()) + " bytes not written)";
+      } else {
+        close_reason_ = goodbye_seen_ ? "ended" : "ended without a Goodbye";
+      }
+      return false;
+    }
+    if (!feed(std::span<const uint8_t>(buffer, std::size_t(n)), now)) return false;
+  }
+  return true;
+}
+
+bool Connection::feed(std::span<const uint8_t> bytes, Clock::time_point now) {
+  bytes_received_ += bytes.size();
+  raw_.insert(raw_.end(), bytes.begin(), bytes.end());
+  decoder_.append(bytes);
+  for (;;) {
+    const auto status = decoder_.next();
+    if (status == FrameDecoder::Status::kNeedMoreBytes) break;
+    if (status == FrameDecoder::Status::kCorrupt) {
+      writeWholeFrames();  // the frames before the bad one are good
+      return refuse("corrupt stream at offset " + std::to_string(decoder_.corruptionOffset()) + ": " +
+                    decoder_.corruption());
+    }
+    last_frame_ = now;
+    const v1::Frame& frame = decoder_.frame();
+    if (!hello_seen_) {
+      if (decoder_.framesSkipped() > 0 || !frame.has_hello()) {
+        return refuse("the stream does not begin with a Hello frame");
+      }
+      if (!acceptHello(frame)) return false;
+      continue;
+    }
+    if (frame.has_hello()) return refuse("a second Hello frame");
+    if (frame.has_batch()) countBatch(frame.batch());
+    if (frame.has_goodbye()) {
+      goodbye_seen_ = true;
+      for (const auto& d : frame.goodbye().drops()) drops_[{int(d.source()), d.id()}] = d.dropped();
+    }
+  }
+  if (!hello_seen_ && decoder_.framesSkipped() > 0) return refuse("the stream does not begin with a Hello frame");
+  return writeWholeFrames();
+}
+
+bool Connection::acceptHello(const v1::Frame& frame) {
+  const v1::Hello& hello = frame.hello();
+  const uint32_t version = hello.wire_version();
+  if (version < kMinWireVersion || version > kWireVersion) {
+    return refuse("wire protocol version " + std::to_string(version) + " is " +
+                  (version > kWireVersion ? "newer" : "older") + " than this collector reads (" +
+                  std::to_string(kMinWireVersion) + " to " + std::to_string(kWireVersion) + ")");
+  }
+  pid_ = hello.pid();
+  host_ = hello.host();
+  if (hello.has_rank()) rank_ = hello.rank();
+  std::string error;
+  file_fd_ = createRecordingFile(dir_fd_, recordingBaseName(host_, pid_, rank_), &file_name_, &error);
+  if (file_fd_ < 0) return refuse(error);
+  hello_seen_ = true;
+  logInfo(openLine());
+  return true;
+}
+
+void Connection::countBatch(const v1::EventBatch& batch) {
+  events_ += uint64_t(batch.api_calls_size()) + uint64_t(batch.activities_size()) + uint64_t(batch.nccl_calls_size()) +
+             uint64_t(batch.markers_size());
+  for (const auto& d : batch.drops()) drops_[{int(d.source()), d.id()}] = d.dropped();
+}
+
+bool Connection::writeWholeFrames() {
+  if (file_fd_ < 0) return true;
+  const uint64_t end = decoder_.wholeFramesEnd();
+  const std::size_t count = std::size_t(end - raw_offset_);
+  if (count == 0) return true;
+  if (!writeAll(file_fd_, raw_.data(), count)) {
+    return refuse("cannot write " + file_name_ + ": " + strerror(errno));
+  }
+  raw_.erase(raw_.begin(), raw_.begin() + std::ptrdiff_t(count));
+  raw_offset_ = end;
+  return true;
+}
+
+bool Connection::tooSlow(Clock::time_point now, Clock::duration timeout) const {
+  const bool waiting = !hello_seen_ || decoder_.pendingBytes() > 0;
+  return waiting && now - last_frame_ > timeout;
+}
+
+bool Connection::refuse(std::string reason) {
+  close_reason_ = "refused: " + std::move(reason);
+  return false;
+}
+
+std::string Connection::who() const {
+  std::string text = "connection " + std::to_string(id_) + ": pid " + std::to_string(hello_seen_ ? int(pid_) : peer_pid_);
+  if (hello_seen_) {
+    text += ", rank " + (rank_ ? std::to_string(*rank_) : std::string("-")) + ", host " + printable(host_);
+  }
+  return text;
+}
+
+std::string Connection::openLine() const { return who() + ": opened, writing " + file_name_; }
+
+std::string Connection::closeLine(const std::string& reason) const {
+  uint64_t drops = 0;
+  for (const auto& [key, dropped] : drops_) drops += dropped;
+  return who() + ": closed (" + reason + "): events " + std::to_string(events_) + ", drops " + std::to_string(drops) +
+         ", bytes " + std::to_string(bytes_received_) + (file_name_.empty() ? "" : ", file " + file_name_);
+}
+
+}  // namespace gapwatch::collector

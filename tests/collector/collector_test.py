@@ -1,0 +1,473 @@
+"""The collector daemon (`gapwatch collector`): simulated processes streaming into one collector at
+once, and broken or hostile peers (a raw socket client) closed one by one while the others go on.
+
+Timeouts only bound a hang; nothing here asserts how fast anything is."""
+import ctypes
+import glob
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interpose"))
+import gwtest  # noqa: E402
+
+GAPWATCHD = os.path.join(gwtest.BUILD, "bin", "gapwatchd")
+HANG = 120  # seconds: bounds a run that hangs, never a measurement
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(number, wire_type, payload):
+    key = varint((number << 3) | wire_type)
+    if wire_type == 0:
+        return key + varint(payload)
+    return key + varint(len(payload)) + payload
+
+
+def frame(body_field, body):
+    message = field(body_field, 2, body)  # Frame.hello = 1, batch = 2, goodbye = 3 (stream.proto)
+    return varint(len(message)) + message
+
+
+def hello(pid, host="testhost", wire_version=1, rank=None):
+    body = field(1, 0, wire_version) + field(2, 0, pid) + field(3, 2, host.encode())
+    if rank is not None:
+        body += field(4, 0, rank)
+    return frame(1, body)
+
+
+def goodbye():
+    return frame(3, field(1, 0, 1))  # end_time_ns = 1
+
+
+class Collector:
+    """A collector on a private socket; its log is kept in a file."""
+
+    def __init__(self, workdir, *args, program=None, timeout="2s"):
+        self.socket = os.path.join(workdir, "run", "collector.sock")
+        self.output = os.path.join(workdir, "out")
+        os.makedirs(self.output, exist_ok=True)
+        self.log_path = os.path.join(workdir, "collector-%d.log" % time.monotonic_ns())
+        self.log_file = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [program or gwtest.GAPWATCH] + ([] if program else ["collector"]) +
+            ["--socket", self.socket, "--output-dir", self.output, "--slow-peer-timeout", timeout] + list(args),
+            stdout=subprocess.DEVNULL, stderr=self.log_file)
+        self.log_file.close()  # the collector has its own descriptor
+        deadline = time.monotonic() + HANG
+        while "listening on" not in self.log():
+            if self.proc.poll() is not None:
+                raise AssertionError("collector exited (%s): %s" % (self.proc.returncode, self.log()))
+            if time.monotonic() > deadline:
+                raise AssertionError("collector never listened: " + self.log())
+            time.sleep(0.05)
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.socket)
+        return s
+
+    def wait_log(self, text, count=1):
+        deadline = time.monotonic() + HANG
+        while self.log().count(text) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError("%r never logged %d time(s): %s" % (text, count, self.log()))
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=HANG)
+
+    def recordings(self):
+        return sorted(glob.glob(os.path.join(self.output, "*.gwt")))
+
+
+def wait_closed(sock):
+    """True once the collector has closed `sock` (EOF or reset)."""
+    sock.settimeout(HANG)
+    try:
+        while sock.recv(4096):
+            pass
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    sock.close()
+    return True
+
+
+def frames(path):
+    """(Hello frames, Goodbye frames) in a recording."""
+    counts = type_counts(gwtest.dump(path))
+    return counts.get("hello", 0), counts.get("goodbye", 0)
+
+
+def type_counts(events):
+    counts = {}
+    for e in events:
+        counts[e["type"]] = counts.get(e["type"], 0) + 1
+    return counts
+
+
+class CollectorTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def good_client(self, collector, pid, host="goodhost"):
+        s = collector.connect()
+        s.sendall(hello(pid, host) + goodbye())
+        s.close()
+        collector.wait_log("pid %d, rank -, host %s: closed (ended)" % (pid, host))
+
+    def test_eight_processes_stream_at_once(self):
+        scenarios = sorted(glob.glob(os.path.join(gwtest.SCENARIOS, "*.json")))
+        self.assertGreaterEqual(len(scenarios), 1)
+        collector = Collector(self.dir, "--exit-when-idle", program=GAPWATCHD)
+        env = gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket})
+        # Connected until every simulated process has ended: --exit-when-idle must not see a quick
+        # process end before a slow one (on a busy machine) has connected.
+        keeper = collector.connect()
+        keeper.sendall(hello(1, "keeper"))
+        procs = []
+        for i in range(8):
+            scenario = scenarios[i % len(scenarios)]
+            procs.append((scenario, subprocess.Popen([gwtest.SIM, scenario, "--quiet"], env=env,
+                                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+        for scenario, p in procs:
+            _, err = p.communicate(timeout=HANG * 3)
+            self.assertEqual(p.returncode, 0, "%s: %s" % (scenario, err))
+        keeper.sendall(goodbye())
+        keeper.close()
+        self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
+        log = collector.log()
+        self.assertIn("--exit-when-idle", log)
+        files = [f for f in collector.recordings() if "-keeper-" not in f]
+        pids = {}
+        for f in files:
+            pids.setdefault(int(os.path.basename(f).split("-")[2].split(".")[0]), []).append(f)
+        for scenario, p in procs:
+            if "nccl" in scenario:
+                continue  # its ranks are forked children, with pids of their own
+            self.assertEqual(len(pids.get(p.pid, [])), 1, "%s (pid %d): %s" % (scenario, p.pid, files))
+        self.assertGreaterEqual(len(files), 8)
+        for f in files:
+            events = gwtest.dump(f)
+            counts = type_counts(events)
+            byes = [e for e in events if e["type"] == "goodbye"]
+            self.assertEqual(len(byes), 1, f)
+            bye = byes[0]
+            for kind, total in (("api_call", "api_calls"), ("activity", "activities"), ("nccl_call", "nccl_calls"),
+                                ("marker", "markers")):
+                self.assertEqual(counts.get(kind, 0), bye[total], "%s: %s" % (f, kind))
+            self.assertGreater(counts.get("api_call", 0), 0, f)
+            report = subprocess.run([gwtest.GAPWATCH, "report", f], capture_output=True, text=True, timeout=HANG)
+            self.assertEqual(report.returncode, 0, report.stderr)
+            self.assertNotIn("truncated", report.stdout)
+        self.assertEqual(log.count(": opened, writing "), log.count(": closed ("))
+
+    def test_same_events_as_a_recording_to_a_file(self):
+        scenario = os.path.join(gwtest.SCENARIOS, "healthy.json")
+        direct = os.path.join(self.dir, "direct.gwt")
+        r = gwtest.run([gwtest.SIM, scenario, "--quiet"], gwtest.gapwatch_env("preload", direct))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        collector = Collector(self.dir, "--exit-when-idle")
+        r = gwtest.run([gwtest.SIM, scenario, "--quiet"],
+                       gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
+        [streamed] = collector.recordings()
+        # Times and ids differ from run to run; what was recorded does not.
+        want = type_counts(gwtest.dump(direct))
+        got = type_counts(gwtest.dump(streamed))
+        for kind in ("api_call", "activity", "nccl_call", "marker", "hello", "goodbye"):
+            self.assertEqual(got.get(kind, 0), want.get(kind, 0), kind)
+
+    def test_refuses_another_wire_version(self):
+        collector = Collector(self.dir)
+        s = collector.connect()
+        s.sendall(hello(777, wire_version=99))
+        self.assertTrue(wait_closed(s))
+        collector.wait_log("refused: wire protocol version 99 is newer than this collector reads (1 to 1)")
+        self.good_client(collector, 778)
+        self.assertEqual(collector.stop(), 0)
+        self.assertEqual([os.path.basename(f) for f in collector.recordings()], ["gapwatch-goodhost-778.gwt"])
+        self.assertEqual(frames(collector.recordings()[0]), (1, 1))
+
+    def test_garbage_and_a_stream_not_beginning_with_hello(self):
+        collector = Collector(self.dir)
+        # A well-behaved process connected all along, sending after the bad ones are gone.
+        steady = collector.connect()
+        steady.sendall(hello(900, "steady"))
+        garbage = collector.connect()
+        garbage.sendall(bytes(range(256)) * 4)
+        not_hello = collector.connect()
+        not_hello.sendall(goodbye() + hello(901))
+        oversize = collector.connect()
+        oversize.sendall(varint(20 * 1024 * 1024) + b"\0" * 4096)
+        for s in (garbage, not_hello, oversize):
+            self.assertTrue(wait_closed(s))
+        collector.wait_log("refused", count=3)
+        log = collector.log()
+        self.assertIn("refused: the stream does not begin with a Hello frame", log)
+        self.assertIn("16 MiB frame limit", log)
+        steady.sendall(goodbye())
+        steady.close()
+        collector.wait_log("host steady: closed (ended)")
+        self.assertEqual(collector.stop(), 0)
+        self.assertEqual([os.path.basename(f) for f in collector.recordings()], ["gapwatch-steady-900.gwt"])
+        self.assertEqual(frames(collector.recordings()[0]), (1, 1))
+        # One line per bad connection, none with a traceback or two lines for one event.
+        self.assertEqual(len([l for l in log.splitlines() if "refused" in l]), 3)
+
+    def test_hostile_crowd_while_a_process_streams(self):
+        collector = Collector(self.dir)
+        sim = subprocess.Popen([gwtest.SIM, os.path.join(gwtest.SCENARIOS, "launch-bound.json"), "--quiet"],
+                               env=gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket}),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        crowd = [collector.connect() for _ in range(100)]
+        for s in crowd:
+            s.close()
+        truncated = collector.connect()
+        truncated.sendall(hello(970, "cut")[:6])
+        truncated.close()
+        noise = collector.connect()
+        noise.sendall(os.urandom(1 << 16))
+        self.assertTrue(wait_closed(noise))
+        _, err = sim.communicate(timeout=HANG)
+        self.assertEqual(sim.returncode, 0, err)
+        collector.wait_log("ended before a Hello", count=101)
+        collector.wait_log("closed (ended)")
+        self.assertEqual(collector.stop(), 0)
+        [f] = collector.recordings()
+        self.assertIn("-%d.gwt" % sim.pid, f)
+        events = gwtest.dump(f)
+        counts = type_counts(events)
+        [bye] = [e for e in events if e["type"] == "goodbye"]
+        self.assertGreater(bye["api_calls"], 0)
+        for kind, total in (("api_call", "api_calls"), ("activity", "activities")):
+            self.assertEqual(counts.get(kind, 0), bye[total], kind)
+
+    def test_slow_peer_is_closed_and_others_go_on(self):
+        collector = Collector(self.dir, timeout="1s")
+        slow = collector.connect()
+        slow.sendall(hello(910, "slow") + varint(200))
+        steady = collector.connect()
+        steady.sendall(hello(911, "steady"))
+        closed = False
+        deadline = time.monotonic() + HANG
+        slow.settimeout(0.2)
+        while time.monotonic() < deadline and not closed:
+            try:
+                slow.sendall(b"\x08")  # one byte of a frame that never completes
+                if slow.recv(1) == b"":
+                    closed = True
+            except socket.timeout:
+                pass
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+        self.assertTrue(closed, collector.log())
+        collector.wait_log("too slow: no whole frame for 1000 ms")
+        steady.sendall(goodbye())
+        steady.close()
+        collector.wait_log("host steady: closed (ended)")
+        self.assertEqual(collector.stop(), 0)
+        # The slow peer's Hello was whole, so its file exists, without the frame it never finished.
+        slow_file = os.path.join(collector.output, "gapwatch-slow-910.gwt")
+        counts = type_counts(gwtest.dump(slow_file))
+        self.assertEqual((counts.get("hello"), counts.get("goodbye")), (1, None))
+        self.assertIn("steady-911", " ".join(collector.recordings()))
+
+    def test_a_peer_that_sends_nothing_is_closed(self):
+        collector = Collector(self.dir, timeout="1s")
+        s = collector.connect()
+        self.assertTrue(wait_closed(s))
+        collector.wait_log("too slow")
+        self.assertEqual(collector.stop(), 0)
+        self.assertEqual(collector.recordings(), [])
+
+    def test_sigterm_flushes_every_stream(self):
+        collector = Collector(self.dir)
+        clients = []
+        for i in range(8):
+            s = collector.connect()
+            s.sendall(hello(920 + i, "node", rank=i))
+            clients.append(s)
+        collector.wait_log(": opened, writing ", count=8)
+        collector.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
+        log = collector.log()
+        self.assertEqual(log.count("closed (collector stopping)"), 8, log)
+        self.assertFalse(os.path.exists(collector.socket))
+        names = sorted(os.path.basename(f) for f in collector.recordings())
+        self.assertEqual(names, ["gapwatch-node-%d-rank%d.gwt" % (920 + i, i) for i in range(8)])
+        for f in collector.recordings():
+            counts = type_counts(gwtest.dump(f))
+            self.assertEqual((counts.get("hello"), counts.get("goodbye")), (1, None), f)
+        for s in clients:
+            s.close()
+
+    def test_default_socket_is_in_xdg_runtime_dir(self):
+        runtime = os.path.join(self.dir, "xdg")
+        os.mkdir(runtime, 0o700)
+        env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
+        p = subprocess.Popen([gwtest.GAPWATCH, "collector", "--output-dir", self.dir, "--exit-when-idle"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        sock = os.path.join(runtime, "gapwatch", "collector.sock")
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(sock) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        s.sendall(hello(935, "xdg") + goodbye())
+        s.close()
+        _, err = p.communicate(timeout=HANG)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode), 0o700)
+        self.assertTrue(os.path.isfile(os.path.join(self.dir, "gapwatch-xdg-935.gwt")))
+
+    def test_exit_when_idle_waits_for_a_first_process(self):
+        collector = Collector(self.dir, "--exit-when-idle")
+        time.sleep(1)
+        self.assertIsNone(collector.proc.poll(), "exited before any process connected")
+        self.good_client(collector, 930)
+        self.assertEqual(collector.proc.wait(timeout=HANG), 0)
+
+    def test_socket_directory_rules(self):
+        def start(sock):
+            return subprocess.run([gwtest.GAPWATCH, "collector", "--socket", sock, "--output-dir", self.dir,
+                                   "--exit-when-idle"], capture_output=True, text=True, timeout=HANG)
+
+        open_dir = os.path.join(self.dir, "open")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o755)
+        r = start(os.path.join(open_dir, "c.sock"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("has permissions 0755, not 0700", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+        private = os.path.join(self.dir, "private")
+        os.mkdir(private, 0o700)
+        link = os.path.join(self.dir, "link")
+        os.symlink(private, link)
+        r = start(os.path.join(link, "c.sock"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("is a symlink", r.stderr)
+
+        if os.geteuid() == 0:
+            theirs = os.path.join(self.dir, "theirs")
+            os.mkdir(theirs, 0o700)
+            os.chown(theirs, 65534, 65534)
+            r = start(os.path.join(theirs, "c.sock"))
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("belongs to uid 65534", r.stderr)
+
+        # A missing directory is created 0700, whatever the umask.
+        os.makedirs(os.path.join(self.dir, "w1", "out"))
+        old = os.umask(0o277)
+        try:
+            collector = Collector(os.path.join(self.dir, "w1"))
+        finally:
+            os.umask(old)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(collector.socket)).st_mode), 0o700)
+
+        # A live socket means another collector; a stale one is replaced.
+        r = start(collector.socket)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("another collector is listening on " + collector.socket, r.stderr)
+        collector.proc.send_signal(signal.SIGKILL)
+        collector.proc.wait(timeout=HANG)
+        self.assertTrue(os.path.exists(collector.socket))
+        again = Collector(os.path.join(self.dir, "w1"))
+        self.assertIn("replaced the stale socket", again.log())
+        self.good_client(again, 940)
+        self.assertEqual(again.stop(), 0)
+
+        # Something else at the socket's path is never removed.
+        plain = os.path.join(private, "c.sock")
+        open(plain, "w").close()
+        r = start(plain)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("exists and is not a socket", r.stderr)
+        self.assertTrue(os.path.isfile(plain))
+
+    def test_planted_symlink_is_not_followed_and_names_are_sanitised(self):
+        collector = Collector(self.dir)
+        target = os.path.join(self.dir, "victim")
+        with open(target, "w") as f:
+            f.write("untouched")
+        planted = os.path.join(collector.output, "gapwatch-evil_.._host-950.gwt")
+        os.symlink(target, planted)
+        s = collector.connect()
+        s.sendall(hello(950, "evil/../host") + goodbye())
+        s.close()
+        collector.wait_log("closed (ended)")
+        long = collector.connect()
+        long.sendall(hello(951, "x" * 300 + "\n/") + goodbye())
+        long.close()
+        collector.wait_log("closed (ended)", count=2)
+        self.assertEqual(collector.stop(), 0)
+        with open(target) as f:
+            self.assertEqual(f.read(), "untouched")
+        self.assertTrue(os.path.islink(planted))
+        written = os.path.join(collector.output, "gapwatch-evil_.._host-950-1.gwt")
+        self.assertTrue(os.path.isfile(written) and not os.path.islink(written))
+        self.assertEqual(frames(written), (1, 1))
+        self.assertTrue(os.path.isfile(os.path.join(collector.output, "gapwatch-%s-951.gwt" % ("x" * 64))))
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to become another user")
+    def test_peer_of_another_uid_is_refused(self):
+        collector = Collector(self.dir)
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                # Effective uid 65534 (what SO_PEERCRED reports); file-system uid back to 0 so that
+                # the 0700 socket directory can still be entered.
+                os.setresuid(0, 65534, 0)
+                ctypes.CDLL(None, use_errno=True).setfsuid(0)
+                s = collector.connect()
+                try:
+                    s.sendall(hello(960, "intruder") + goodbye())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # refused before the bytes went out
+                wait_closed(s)
+                code = 0
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        collector.wait_log("refused: peer uid 65534 is not this collector's uid 0")
+        self.good_client(collector, 961)
+        self.assertEqual(collector.stop(), 0)
+        self.assertEqual([os.path.basename(f) for f in collector.recordings()], ["gapwatch-goodhost-961.gwt"])
+
+
+if __name__ == "__main__":
+    gwtest.main(__name__)
