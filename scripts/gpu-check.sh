@@ -5,7 +5,7 @@
 # Run from the repository root, with libgapwatch.so built beforehand on the development machine:
 #
 #   scripts/gpu-check.sh                      # the whole check, estimated 6-7 minutes, 460 s at most
-#                                             # (runs: 220 s; then the field checks: 230 s)
+#                                             # (runs: 180 s; then the field checks: 270 s)
 #   scripts/gpu-check.sh --no-optional        # only the nine core runs
 #   scripts/gpu-check.sh --only data_bound,data_fixed   # only these jobs (any of the four)
 #   scripts/gpu-check.sh --self-test          # no torch, no GPU: fake jobs, checks the harness itself
@@ -21,8 +21,9 @@
 #   OUT                      where the archive goes           (./gpu-check-out/ when unset)
 #   GPU_CHECK_PYTHON         the interpreter holding torch    (python3)
 #   GPU_CHECK_BUDGET_S       whole-run budget in seconds      (450; a hard stop comes 30 s later)
-#   GPU_CHECK_FIELD_S        of it, kept for the field checks (230: live records 25, launch cost
-#                            100, NCCL 60, CUPTI 12 45; scripts/gpu-check/README.md, "Field checks")
+#   GPU_CHECK_FIELD_S        of it, kept for the field checks (270: live records 25, launch cost
+#                            100, NCCL 60, CUPTI 12 45, collector 40; scripts/gpu-check/README.md,
+#                            "Field checks")
 #   GPU_CHECK_JOB_TIMEOUT_S  one run's limit in seconds       (60)
 #   GPU_CHECK_STEPS          training steps per run           (50, of which 5 are warm-up)
 #   GPU_CHECK_SMI            1: sample nvidia-smi GPU-Util during each run (1)
@@ -64,7 +65,7 @@ while (($#)); do
 done
 
 budget="${GPU_CHECK_BUDGET_S:-450}"
-field_s="${GPU_CHECK_FIELD_S:-230}"
+field_s="${GPU_CHECK_FIELD_S:-270}"
 job_timeout="${GPU_CHECK_JOB_TIMEOUT_S:-60}"
 steps="${GPU_CHECK_STEPS:-50}"
 use_smi="${GPU_CHECK_SMI:-1}"
@@ -448,6 +449,8 @@ if [[ -n "$py_ok" ]]; then
     ${st[@]+"${st[@]}"}
   field_check nccl 60 "$py" "$here/nccl_check.py" "$stage/field/nccl" --budget 55 ${st[@]+"${st[@]}"}
   field_check cupti12 45 bash "$here/cupti12_check.sh" "$stage/field/cupti12" ${st[@]+"${st[@]}"}
+  field_check collector 40 "$py" "$here/collector_check.py" "$stage/field/collector" --budget 35 \
+    ${st[@]+"${st[@]}"}
 fi
 
 # ---- gapwatch's own report, where the CLI was carried along ------------------------------------
