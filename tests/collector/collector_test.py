@@ -349,6 +349,34 @@ class CollectorTest(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode), 0o700)
         self.assertTrue(os.path.isfile(os.path.join(self.dir, "gapwatch-xdg-935.gwt")))
 
+    def test_a_process_finds_the_default_collector_by_itself(self):
+        # Neither GAPWATCH_SOCKET nor GAPWATCH_OUTPUT: the library looks for the collector at the
+        # default socket, the same place the collector makes by default.
+        runtime = os.path.join(self.dir, "xdg2")
+        os.mkdir(runtime, 0o700)
+        env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
+        out = os.path.join(self.dir, "found")
+        os.mkdir(out)
+        p = subprocess.Popen([gwtest.GAPWATCH, "collector", "--output-dir", out, "--exit-when-idle"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        sock = os.path.join(runtime, "gapwatch", "collector.sock")
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(sock) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        scenario = os.path.join(gwtest.SCENARIOS, "healthy.json")
+        r = gwtest.run([gwtest.SIM, scenario, "--quiet"], gwtest.gapwatch_env("preload", extra={"XDG_RUNTIME_DIR": runtime}),
+                       cwd=self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        _, err = p.communicate(timeout=HANG)
+        self.assertEqual(p.returncode, 0, err)
+        [streamed] = glob.glob(os.path.join(out, "*.gwt"))
+        events = gwtest.dump(streamed)
+        [bye] = [e for e in events if e["type"] == "goodbye"]
+        counts = type_counts(events)
+        self.assertEqual(counts.get("api_call", 0), bye["api_calls"])
+        self.assertEqual(counts.get("activity", 0), bye["activities"])
+        self.assertFalse(glob.glob(os.path.join(self.dir, "gapwatch-*.gwt")), "no local file was written")
+
     def test_exit_when_idle_waits_for_a_first_process(self):
         collector = Collector(self.dir, "--exit-when-idle")
         time.sleep(1)
