@@ -94,8 +94,11 @@ class CollectorStream(unittest.TestCase):
             in_file, goodbye = events_in(out)
             self.assertIsNotNone(goodbye, "the file ends with Goodbye")
             self.assertGreater(in_file, 0)
+            # Goodbye counts what was handed to the socket or the file whole; both together have it
+            # all, and nothing was lost in transport (a full ring on a busy machine is another
+            # matter, counted apart, and not this test's).
             self.assertEqual(in_socket + in_file, goodbye["api_calls"] + goodbye["activities"])
-            self.assertEqual(goodbye["events_dropped"], 0)
+            self.assertFalse([d for d in goodbye["drops"] if d["source"] == "transport" and d["dropped"]], goodbye)
 
     def test_a_collector_that_goes_away_leaves_the_rest_to_the_file(self):
         with tempfile.TemporaryDirectory() as d:
