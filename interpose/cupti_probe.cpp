@@ -234,14 +234,15 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   }
 }
 
-bool is_own_buffer(const uint8_t* buffer) {
-  for (size_t i = 0; i < kBuffers; ++i)
-    if (g_buffers[i] == buffer) return true;
-  return false;
+// The pool slot of `buffer`, or kBuffers for a buffer that is not gapwatch's.
+size_t own_buffer_slot(const uint8_t* buffer) {
+  size_t i = 0;
+  while (i < kBuffers && g_buffers[i] != buffer) ++i;
+  return i;
 }
 
-// A record for gapwatch, or nullptr; and a copy for another client that wants its kind
-// (cupti_sharing.h), sized by the distance to the next record.
+// One record of a buffer `bytes` long: decoded into `events` for gapwatch (or counted in
+// `unplaced`), and copied for another client that wants its kind (cupti_sharing.h) when `share`.
 void take_record(const CUpti_Activity* r, size_t bytes, bool share, Recorder* recorder,
                  std::vector<DeviceActivityFields>& events, uint64_t* unplaced) {
   if (share && bytes && cupti_sharing::foreign_wants(r->kind)) cupti_sharing::copy_record(r, bytes);
@@ -262,36 +263,34 @@ void take_record(const CUpti_Activity* r, size_t bytes, bool share, Recorder* re
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
   Recorder* recorder = Recorder::active();
-  const bool own = is_own_buffer(buffer);
-  {
-    // Not thread_local: a flush at exit runs after the exiting thread's thread_local objects are
-    // destroyed. A buffer comes back on CUPTI's thread or inside a flush, never inside a launch.
-    std::vector<DeviceActivityFields> events;
-    CUpti_Activity* r = nullptr;
-    const CUpti_Activity* previous = nullptr;
-    uint64_t incomplete = 0;
-    // Records of gapwatch's buffers are copied for another client; a buffer of its own (one it had
-    // given CUPTI before gapwatch took the registration over) goes back to it whole, below.
-    while (g_api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
-      if (previous)
-        take_record(previous, size_t(reinterpret_cast<const uint8_t*>(r) - reinterpret_cast<const uint8_t*>(previous)),
-                    own, recorder, events, &incomplete);
-      previous = r;
-    }
-    // The last record ends where the valid bytes do.
+  const size_t slot = own_buffer_slot(buffer);
+  const bool own = slot < kBuffers;
+  // Not thread_local: a flush at exit runs after the exiting thread's thread_local objects are
+  // destroyed. A buffer comes back on CUPTI's thread or inside a flush, never inside a launch.
+  std::vector<DeviceActivityFields> events;
+  CUpti_Activity* r = nullptr;
+  const CUpti_Activity* previous = nullptr;
+  uint64_t incomplete = 0;
+  // Records of gapwatch's buffers are copied for another client; a buffer of its own (one it had
+  // given CUPTI before gapwatch took the registration over) goes back to it whole, below.
+  while (g_api.ActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
     if (previous)
-      take_record(previous, size_t(buffer + valid - reinterpret_cast<const uint8_t*>(previous)), own, recorder, events,
-                  &incomplete);
-    if (recorder) {
-      if (!events.empty()) recorder->add_activities(events.data(), events.size());
-      if (incomplete) recorder->count_cupti_incomplete(incomplete);
-      size_t dropped = 0;
-      if (g_api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) recorder->set_cupti_dropped(dropped);
-    }
+      take_record(previous, size_t(reinterpret_cast<const uint8_t*>(r) - reinterpret_cast<const uint8_t*>(previous)),
+                  own, recorder, events, &incomplete);
+    previous = r;
+  }
+  // The last record ends where the valid bytes do.
+  if (previous)
+    take_record(previous, size_t(buffer + valid - reinterpret_cast<const uint8_t*>(previous)), own, recorder, events,
+                &incomplete);
+  if (recorder) {
+    if (!events.empty()) recorder->add_activities(events.data(), events.size());
+    if (incomplete) recorder->count_cupti_incomplete(incomplete);
+    size_t dropped = 0;
+    if (g_api.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) recorder->set_cupti_dropped(dropped);
   }
   if (!own) return cupti_sharing::pass_foreign_buffer(context, stream, buffer, size, valid);
-  for (size_t i = 0; i < kBuffers; ++i)
-    if (g_buffers[i] == buffer) g_buffer_busy[i].store(false, std::memory_order_release);
+  g_buffer_busy[slot].store(false, std::memory_order_release);
 }
 
 std::string result_text(CUptiResult r) {

@@ -347,6 +347,8 @@ void Recorder::flush_once(bool final) {
       if (dropped) retired_drops_.push_back({kDropSourceThreadRing, owner, dropped});
       ring->forget_drops();
       ring->exit_call();  // a thread cancelled inside a call left it set
+      last_launch_by_thread_.erase(owner);  // its blindness evidence goes with it
+      capturing_.erase(owner);
       ring_drops_sent_[i] = 0;
       ring->owner_tid.store(0, std::memory_order_relaxed);
       ring->state.store(EventRing::kFree, std::memory_order_release);
