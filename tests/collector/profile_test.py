@@ -287,7 +287,7 @@ while True:
     def test_ctrl_c_in_a_terminal_reaches_the_job_not_the_collector(self):
         """A real terminal (a pty): ^C makes the kernel send SIGINT to the foreground process group,
         profile and the command; the collector, in a group of its own, goes on and writes the
-        recording. (That profile does not send the command a second SIGINT is not shown here: a
+        recording. The report comes in colour, as `gapwatch report` writes it to a terminal. (That profile does not send the command a second SIGINT is not shown here: a
         second one that arrives while the first is pending merges with it, and cannot be seen.)"""
         script = os.path.join(self.dir, "traps.py")
         ready = os.path.join(self.dir, "ready")
@@ -307,7 +307,8 @@ while True:
         if pid == 0:  # the child: session leader, the pty its controlling terminal, foreground group
             try:
                 os.chdir(self.dir)
-                os.execve(argv[0], argv, self.env)
+                env = {k: v for k, v in self.env.items() if k != "NO_COLOR"}
+                os.execve(argv[0], argv, dict(env, TERM="xterm"))
             finally:
                 os._exit(99)
         output = bytearray()
@@ -335,6 +336,7 @@ while True:
         self.assertEqual(len(files), 1, files)
         self.assert_complete(files[0])
         self.assertIn(b"GPU idle", output)
+        self.assertIn(b"\x1b[", output)  # a terminal: in colour, as gapwatch report would be
         log = read(os.path.join(out, "collector.log"))
         self.assertIn("stopping on Terminated", log)
         self.assertNotIn("Interrupt", log)
