@@ -109,6 +109,23 @@ ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHea
   for (auto& stage : stages_) stage->finish();
 
   ProcessAnalysis result;
+  writeProcessFacts(result);
+  // Cut short: inside a frame (the file), or without the Goodbye every finished recording ends with.
+  result.truncated = read.summary.truncated || !health.has_goodbye;
+  result.late_events = window_.lateEvents();
+  for (auto& stage : stages_) stage->contribute(result);
+  return result;
+}
+
+ProcessAnalysis AnalysisPipeline::snapshot() const {
+  ProcessAnalysis result;
+  writeProcessFacts(result);
+  result.late_events = window_.lateEvents();
+  for (const auto& stage : stages_) stage->snapshot(result);
+  return result;
+}
+
+void AnalysisPipeline::writeProcessFacts(ProcessAnalysis& result) const {
   if (hello_) {
     result.pid = hello_->pid();
     result.host = hello_->host();
@@ -118,9 +135,6 @@ ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHea
     result.cupti_version = hello_->cupti_version();
   }
   result.device_timeline = facts_.device_timeline;
-  // Cut short: inside a frame (the file), or without the Goodbye every finished recording ends with.
-  result.truncated = read.summary.truncated || !health.has_goodbye;
-  result.late_events = window_.lateEvents();
   result.events_dropped = drops_.total(v1::DROP_SOURCE_THREAD_RING);
   result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);
   result.cupti_records_incomplete = drops_.total(v1::DROP_SOURCE_CUPTI_INCOMPLETE);
@@ -130,8 +144,6 @@ ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHea
     result.events_dropped = std::max(result.events_dropped, goodbye_->events_dropped());
     result.cupti_records_dropped = std::max(result.cupti_records_dropped, goodbye_->cupti_records_dropped());
   }
-  for (auto& stage : stages_) stage->contribute(result);
-  return result;
 }
 
 void addStandardStages(AnalysisPipeline& pipeline) {

@@ -57,6 +57,11 @@ class AnalysisPipeline final : public RecordingVisitor {
   // with the process's identity, drop counts and whether the recording ended early. Call once.
   ProcessAnalysis finish(const ReadResult& read, const StreamHealth& health);
 
+  // While the stream goes on: the process's identity and drops, and each stage's snapshot() of
+  // the events the reordering window has released (those of the last reorder_window_ns of the
+  // recording's time are not in it yet). Changes nothing; finish() may follow as usual.
+  ProcessAnalysis snapshot() const;
+
   const AnalysisOptions& options() const { return options_; }
   const RecordingFacts& facts() const { return facts_; }
   const ReorderWindow& window() const { return window_; }
@@ -76,6 +81,8 @@ class AnalysisPipeline final : public RecordingVisitor {
   };
 
   void beginStages();
+  // Identity (Hello), timeline, drops and API-spans: what finish() and snapshot() both write.
+  void writeProcessFacts(ProcessAnalysis& result) const;
 
   AnalysisOptions options_;
   RecordingFacts facts_;

@@ -204,6 +204,7 @@ struct RankWait {        // across ranks: whom the others waited for in collecti
   int32_t rank = -1;
   uint64_t waited_for_ns = 0;  // time other ranks' NCCL kernels ran before this rank's started
   uint64_t collectives_last = 0;  // collectives in which this rank arrived last
+  uint64_t waited_ns = 0;  // this rank's own wait: the last rank's start - its start, summed
 };
 
 struct AnalysisReport {

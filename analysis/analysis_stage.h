@@ -24,6 +24,11 @@ class AnalysisStage : public TimeOrderedConsumer {
   virtual void begin(const RecordingFacts& /*facts*/) {}
   // Called after finish(): write this stage's part of the result. Must not touch other parts.
   virtual void contribute(ProcessAnalysis& result) = 0;
+  // While the stream goes on (the collector's live view): write what this stage can say of the
+  // events released to it so far, without finishing anything. Only the running totals a live view
+  // shows (idle by cause, gaps, sync counts, launches, NCCL time, steps); the default writes
+  // nothing. The final numbers are contribute()'s, after finish().
+  virtual void snapshot(ProcessAnalysis& /*result*/) const {}
 };
 
 }  // namespace gapwatch::analysis

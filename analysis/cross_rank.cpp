@@ -184,7 +184,11 @@ std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ran
         if (later || tie_to_lower_rank) last = i;
       }
       uint64_t waited_ns = 0;
-      for (std::size_t i = 0; i < group.size(); ++i) waited_ns += static_cast<uint64_t>(starts[last] - starts[i]);
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        const uint64_t waited = static_cast<uint64_t>(starts[last] - starts[i]);
+        waits[group[i].rank_index].waited_ns += waited;
+        waited_ns += waited;
+      }
       if (waited_ns == 0) continue;
       RankWait& culprit = waits[group[last].rank_index];
       culprit.waited_for_ns += waited_ns;

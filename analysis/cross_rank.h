@@ -6,7 +6,8 @@
 // rank, so the k-th NCCL kernel of a communicator on one rank is the same collective as the k-th
 // on every other. For each such collective:
 //   - the rank whose kernel started last is the one the others waited for (collectives_last);
-//   - rank r waited (latest start - r's start); the sum over r is that rank's waited_for_ns.
+//   - rank r waited (latest start - r's start): the sum over the collectives is r's waited_ns, the
+//     sum over r that of the last rank's waited_for_ns.
 // A collective in which nobody waited (all started at the same nanosecond) names nobody.
 //
 // Two steps, so that each rank is still read in one pass:

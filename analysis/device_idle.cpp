@@ -407,7 +407,7 @@ std::size_t DeviceIdleStage::heldCalls() const {
 
 void DeviceIdleStage::finish() { prune(); }
 
-void DeviceIdleStage::contribute(ProcessAnalysis& result) {
+void DeviceIdleStage::write(ProcessAnalysis& result) const {
   if (!facts_.device_timeline) return;
   for (auto& [id, device] : devices_) {
     DeviceAnalysis r = device.result;

@@ -75,7 +75,9 @@ class DeviceIdleStage final : public AnalysisStage {
   // check it stays bounded).
   std::size_t blockedCallsPending() const { return blocked_calls_.size(); }
   // Writes `devices` (empty without a device timeline).
-  void contribute(ProcessAnalysis& result) override;
+  void contribute(ProcessAnalysis& result) override { write(result); }
+  // The gaps closed so far; a device's window ends at its busy frontier.
+  void snapshot(ProcessAnalysis& result) const override { write(result); }
 
   // Idle time of after_sync gaps by the type of the blocked call that drained the queue (the one
   // that returned first, when several did): SyncTypeStats::idle_after_ns.
@@ -134,6 +136,7 @@ class DeviceIdleStage final : public AnalysisStage {
     int delta;
   };
 
+  void write(ProcessAnalysis& result) const;
   // Joins a thread's consecutive polls into one blocked call; true when `call` was a poll.
   bool notePoll(const ApiCallEvent& call);
   void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category);

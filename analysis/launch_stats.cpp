@@ -180,7 +180,7 @@ void LaunchStatsStage::finish() {
   for (auto& [key, queue] : queues_) queue.finish();
 }
 
-void LaunchStatsStage::contribute(ProcessAnalysis& result) {
+void LaunchStatsStage::write(ProcessAnalysis& result) const {
   LaunchStats s = stats_;
   s.api_p50_ns = api_.percentile(50);
   s.api_p99_ns = api_.percentile(99);

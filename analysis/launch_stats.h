@@ -82,9 +82,11 @@ class LaunchStatsStage final : public AnalysisStage {
   void onActivity(const DeviceActivityEvent& activity) override;
   void finish() override;
   // Writes `launches`.
-  void contribute(ProcessAnalysis& result) override;
+  void contribute(ProcessAnalysis& result) override { write(result); }
+  void snapshot(ProcessAnalysis& result) const override { write(result); }
 
  private:
+  void write(ProcessAnalysis& result) const;
   void noteJoinedLaunch(const QueuingCall& call, const DeviceActivityEvent& kernel);
 
   AnalysisOptions options_;

@@ -193,6 +193,11 @@ void NcclStatsStage::onActivity(const DeviceActivityEvent& activity) {
   }
 }
 
+std::string NcclStatsStage::typeName(std::size_t type) {
+  if (type < kNcclCollectiveCount) return std::string(ncclCollectiveName(static_cast<NcclCollective>(type)));
+  return type == kCommInit ? "comm_init" : type == kCommDestroy ? "comm_destroy" : "other";
+}
+
 void NcclStatsStage::finish() {
   stats_ = NcclStats{};
   // Groups still open when the recording ended: their host time was still spent in NCCL.
@@ -214,15 +219,23 @@ void NcclStatsStage::finish() {
   for (std::size_t type = 0; type < kTypeCount; ++type) {
     NcclTypeStats stats = by_type_[type];
     if (stats.calls == 0 && stats.kernels == 0 && stats.host_ns == 0) continue;
-    if (type < kNcclCollectiveCount) {
-      stats.op = std::string(ncclCollectiveName(static_cast<NcclCollective>(type)));
-    } else {
-      stats.op = type == kCommInit ? "comm_init" : type == kCommDestroy ? "comm_destroy" : "other";
-    }
+    stats.op = typeName(type);
     stats_.by_type.push_back(std::move(stats));
   }
 }
 
 void NcclStatsStage::contribute(ProcessAnalysis& result) { result.nccl = stats_; }
+
+void NcclStatsStage::snapshot(ProcessAnalysis& result) const {
+  NcclStats stats;
+  for (const auto& [device, sweep] : devices_) stats.comm_ns += sweep.comm_ns;
+  for (std::size_t type = 0; type < kTypeCount; ++type) {
+    NcclTypeStats s = by_type_[type];
+    if (s.calls == 0 && s.kernels == 0 && s.host_ns == 0) continue;
+    s.op = typeName(type);
+    stats.by_type.push_back(std::move(s));
+  }
+  result.nccl = std::move(stats);
+}
 
 }  // namespace gapwatch::analysis

@@ -89,10 +89,13 @@ class NcclStatsStage final : public AnalysisStage {
   void finish() override;
   // Writes `nccl`.
   void contribute(ProcessAnalysis& result) override;
+  // Communication time as far as each device's sweep has come, and the calls so far.
+  void snapshot(ProcessAnalysis& result) const override;
 
   const NcclStats& stats() const { return stats_; }
 
  private:
+  static std::string typeName(std::size_t type);  // NcclTypeStats::op of a by_type_ slot
   // Types beyond the collectives, in NcclTypeStats order after them.
   enum ExtraType : std::size_t { kCommInit = kNcclCollectiveCount, kCommDestroy, kOther, kTypeCount };
 

@@ -46,13 +46,16 @@ RunAnalysis::RunAnalysis(const AnalysisOptions& options) { report_.analysis.opti
 
 void RunAnalysis::addProcess(const std::string& file, const ReadResult& read, const StreamHealth& health,
                              ProcessAnalyser& process) {
+  addOutcome(file, read, hasContentToShow(read) ? process.finish(read, health) : ProcessOutcome{});
+}
+
+void RunAnalysis::addOutcome(const std::string& file, const ReadResult& read, ProcessOutcome outcome) {
   RecordingInput input;
   input.file = file;
   input.status = read.error ? "error" : read.summary.truncated ? "truncated" : "ok";
   if (read.error) input.message = read.error->message;
   else if (read.summary.truncated) input.message = truncationNotice(read.summary);
   if (hasContentToShow(read)) {
-    ProcessOutcome outcome = process.finish(read, health);
     input.process = static_cast<int>(report_.analysis.processes.size());
     report_.analysis.processes.push_back(std::move(outcome.analysis));
     report_.overviews.push_back(std::move(outcome.overview));

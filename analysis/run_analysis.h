@@ -69,6 +69,9 @@ class ProcessAnalyser final : public RecordingVisitor {
 
   ProcessOutcome finish(const ReadResult& read, const StreamHealth& health);
 
+  // While the stream goes on: AnalysisPipeline::snapshot() (no diagnosis, no hang).
+  ProcessAnalysis snapshot() const { return pipeline_.snapshot(); }
+
  private:
   AnalysisPipeline pipeline_;
   CollectiveArrivalStage* arrivals_;  // owned by pipeline_
@@ -84,6 +87,9 @@ class RunAnalysis {
   // finishes `process` and keeps its outcome.
   void addProcess(const std::string& file, const ReadResult& read, const StreamHealth& health,
                   ProcessAnalyser& process);
+  // The same for a process already finished (the collector keeps each outcome for the run and
+  // reports it alone as well); `outcome` is used only when hasContentToShow(read).
+  void addOutcome(const std::string& file, const ReadResult& read, ProcessOutcome outcome);
 
   // The cross-rank analysis (two processes or more) and the diagnosis. Call once.
   RunReport finish();

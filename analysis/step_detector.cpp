@@ -497,4 +497,17 @@ void StepDetectorStage::finish() {
 
 void StepDetectorStage::contribute(ProcessAnalysis& result) { result.steps = stats_; }
 
+void StepDetectorStage::snapshot(ProcessAnalysis& result) const {
+  const bool markers = marker_steps_.steps > 0;
+  const StepSeries& series = markers ? marker_steps_ : detected_steps_;
+  StepStats stats;
+  stats.method = markers ? "markers" : series.steps > 0 ? method_ : "none";
+  stats.steps = series.steps;
+  stats.median_ns = series.durations.percentile(50);
+  stats.p10_ns = series.durations.percentile(10);
+  stats.p90_ns = series.durations.percentile(90);
+  stats.median_idle_fraction = static_cast<double>(series.idle_ppm.percentile(50)) / 1e6;
+  result.steps = std::move(stats);
+}
+
 }  // namespace gapwatch::analysis

@@ -75,6 +75,8 @@ class StepDetectorStage final : public AnalysisStage {
   void finish() override;
   // Writes `steps`.
   void contribute(ProcessAnalysis& result) override;
+  // The complete steps so far: by markers, or once the period has been learned (until then none).
+  void snapshot(ProcessAnalysis& result) const override;
 
   const StepStats& stats() const { return stats_; }
 

@@ -157,7 +157,7 @@ void SyncStatsStage::count(const PendingCall& pending) {
   site.total_ns += blocked_ns;
 }
 
-void SyncStatsStage::contribute(ProcessAnalysis& result) {
+void SyncStatsStage::write(ProcessAnalysis& result) const {
   result.sync_points.clear();
   for (std::size_t k = 0; k < kSyncPointKindCount; ++k) {
     const TypeState& type = types_[k];

@@ -47,12 +47,15 @@ class SyncStatsStage final : public AnalysisStage {
   void onActivity(const DeviceActivityEvent& activity) override;
   void finish() override;
   // Writes `sync_points`: one entry per SyncPointKind, in the enum's order, zero counts included.
-  void contribute(ProcessAnalysis& result) override;
+  void contribute(ProcessAnalysis& result) override { write(result); }
+  // The calls whose wait is known so far (those still waiting for their records are not in it).
+  void snapshot(ProcessAnalysis& result) const override { write(result); }
   // Sync points still waiting for the activities that settle them: a handful at any time (tests
   // check it stays bounded).
   std::size_t pendingCalls() const { return pending_.size(); }
 
  private:
+  void write(ProcessAnalysis& result) const;
   struct SiteTotals {
     uint64_t count = 0;
     uint64_t total_ns = 0;

@@ -277,7 +277,8 @@ json reportJson(const analysis::RunReport& content) {
   }
   json waits = json::array();
   for (const analysis::RankWait& w : report.rank_waits) {
-    waits.push_back({{"rank", w.rank}, {"waited_for_ns", w.waited_for_ns}, {"collectives_last", w.collectives_last}});
+    waits.push_back({{"rank", w.rank}, {"waited_for_ns", w.waited_for_ns}, {"collectives_last", w.collectives_last},
+                     {"waited_ns", w.waited_ns}});
   }
   json findings = json::array();
   for (const analysis::Finding& f : report.findings) findings.push_back(findingJson(f));

@@ -2,6 +2,7 @@
 #include "tools/report_terminal.h"
 
 #include "analysis/diagnosis.h"
+#include "analysis/process_summary.h"
 #include "analysis/sync_stats.h"
 #include "tools/text_format.h"
 
@@ -517,6 +518,29 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   printDropsAndNotes(p, o, style, out);
 }
 
+// One line per process: the numbers to compare ranks by (analysis/process_summary.h), and from the
+// collectives who waited and whom the others waited for ("-" without shared collectives).
+void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
+  out << "  " << padRight("rank", 10) << padLeft("idle", 7) << "  " << padRight("top cause", 16) << padLeft("step", 10)
+      << padLeft("NCCL wait", 11) << padLeft("others waited for it", 22) << padLeft("arrived last", 14) << '\n';
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    const ProcessAnalysis& p = report.processes[i];
+    const analysis::ProcessSummary s = analysis::summarizeProcess(p);
+    const int32_t rank = p.rank ? *p.rank : static_cast<int32_t>(i);
+    const analysis::RankWait* wait = nullptr;
+    for (const analysis::RankWait& w : report.rank_waits) {
+      if (w.rank == rank) wait = &w;
+    }
+    out << "  " << padRight(processLabel(p), 10)
+        << padLeft(p.device_timeline ? formatPercent(s.idle_fraction) : std::string("-"), 7) << "  "
+        << padRight(s.top_cause ? analysis::idleCauseName(*s.top_cause) : "-", 16)
+        << padLeft(s.step_median_ns ? formatDuration(s.step_median_ns) : std::string("-"), 10)
+        << padLeft(wait ? formatDuration(wait->waited_ns) : std::string("-"), 11)
+        << padLeft(wait ? formatDuration(wait->waited_for_ns) : std::string("-"), 22)
+        << padLeft(wait ? formatCount(wait->collectives_last) : std::string("-"), 14) << '\n';
+  }
+}
+
 void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out) {
   const analysis::AnalysisReport& report = content.analysis;
   out << style.bold("== " + std::to_string(report.processes.size()) +
@@ -526,6 +550,8 @@ void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& s
     const ProcessAnalysis& p = report.processes[i];
     out << padRight(processLabel(p), kLabelWidth) << style.bold(analysis::verdict(p)) << '\n';
   }
+  out << '\n';
+  printRankTable(report, out);
   out << '\n';
   if (report.rank_waits.empty()) {
     row(out, "ranks") << "no collective shared by the ranks was recorded: nothing to say about who waited\n";
@@ -544,11 +570,6 @@ void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& s
       }
       out << "       " << style.good("fix") << "  " << f.fix << '\n';
     }
-  }
-  out << "  " << padRight("rank", 8) << padLeft("others waited for it", 22) << padLeft("arrived last", 14) << '\n';
-  for (const analysis::RankWait& w : report.rank_waits) {
-    out << "  " << padRight(std::to_string(w.rank), 8) << padLeft(formatDuration(w.waited_for_ns), 22)
-        << padLeft(formatCount(w.collectives_last), 14) << '\n';
   }
 }
 
