@@ -5,6 +5,7 @@
 #include "tools/exit_codes.h"
 #include "tools/report_command.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,11 +104,16 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
 
   collector::ProfileSessionOptions session;
   session.output_dir = options.output_dir.empty() ? defaultOutputDir() : options.output_dir;
+  // "D/" names its recordings "D/x.gwt", as the shell's D/*.gwt does.
+  while (session.output_dir.size() > 1 && session.output_dir.back() == '/') session.output_dir.pop_back();
   session.library = *library;
   session.command = options.command;
   const collector::ProfileSessionResult result = collector::runProfileSession(session, err);
   if (!result.command_ran) return result.exit_code;
 
+  // A reader that stops early (`| head`) must not turn the command's exit code into 141. Every
+  // process of the job has exited, so none inherits this.
+  ::signal(SIGPIPE, SIG_IGN);
   const bool reported = printRunReport(session.output_dir, options, out, err);
   out.flush();
   if (reported) {

@@ -81,8 +81,9 @@ class ProfileTest(unittest.TestCase):
         self.assertGreater(counts.get("api_call", 0), 0, path)
         return byes[0]
 
-    def assert_last_line(self, r, out):
-        self.assertEqual(r.stderr.splitlines()[-1], "gapwatch profile: recordings in " + out, r.stderr)
+    def assert_last_line(self, r, out, stderr=None):
+        stderr = r.stderr if stderr is None else stderr
+        self.assertEqual(stderr.splitlines()[-1], "gapwatch profile: recordings in " + out, stderr)
 
     def assert_one_line(self, r):
         self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
@@ -176,6 +177,19 @@ class ProfileTest(unittest.TestCase):
         r = self.profile(["-o", os.path.join(self.dir, "bad"), "--", gwtest.SIM, missing, "--quiet"])
         self.assertEqual(r.returncode, direct.returncode, r.stderr)
         self.assertIn(direct.stderr.strip(), r.stderr)
+
+    def test_a_reader_that_went_away_leaves_the_exit_code(self):
+        """`gapwatch profile ... | head`: the report's reader may be gone (here: the pipe's read end
+        is closed before the job starts); the code is still the command's, not 128 + SIGPIPE."""
+        out = os.path.join(self.dir, "closed")
+        p = subprocess.Popen([gwtest.GAPWATCH, "profile", "-o", out + "/", "--", "sh", "-c", '"$0" "$1" --quiet; exit 4',
+                              gwtest.SIM, scenario("healthy")], env=self.env, cwd=self.dir, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        p.stdout.close()
+        _, stderr = p.communicate(timeout=HANG * 3)
+        self.assertEqual(p.returncode, 4, stderr)
+        self.assertEqual(len(self.recordings(out)), 1)
+        self.assert_last_line(p, out, stderr)
 
     def test_killed_by_a_signal_is_128_plus_its_number(self):
         for sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGSEGV):
