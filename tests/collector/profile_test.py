@@ -171,12 +171,16 @@ class ProfileTest(unittest.TestCase):
         self.assert_last_line(r, out)
 
     def test_a_failing_simulator_returns_its_code(self):
-        missing = os.path.join(self.dir, "no-such-scenario.json")
-        direct = gwtest.run([gwtest.SIM, missing, "--quiet"], self.env)
-        self.assertNotEqual(direct.returncode, 0)
-        r = self.profile(["-o", os.path.join(self.dir, "bad"), "--", gwtest.SIM, missing, "--quiet"])
-        self.assertEqual(r.returncode, direct.returncode, r.stderr)
-        self.assertIn(direct.stderr.strip(), r.stderr)
+        bad = os.path.join(gwtest.REPO, "tests", "simcuda", "workload", "bad")
+        for i, path in enumerate((os.path.join(self.dir, "no-such-scenario.json"),
+                                  os.path.join(bad, "free-without-malloc.json"))):
+            with self.subTest(scenario=path):
+                direct = gwtest.run([gwtest.SIM, path, "--quiet"], self.env)
+                self.assertNotEqual(direct.returncode, 0)
+                r = self.profile(["-o", os.path.join(self.dir, "bad%d" % i), "--", gwtest.SIM, path, "--quiet"])
+                self.assertEqual(r.returncode, direct.returncode, r.stderr)
+                self.assertIn(direct.stderr.strip(), r.stderr)
+                self.assertIn("nothing was recorded", r.stderr)
 
     def test_a_reader_that_went_away_leaves_the_exit_code(self):
         """`gapwatch profile ... | head`: the report's reader may be gone (here: the pipe's read end
