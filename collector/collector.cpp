@@ -5,8 +5,12 @@
 #include "collector/collector.h"
 
 #include "collector/collector_log.h"
+#include "collector/collector_status.h"
 #include "collector/connection.h"
+#include "collector/output_file.h"
 #include "collector/socket_listener.h"
+#include "collector/status_json.h"
+#include "collector/status_watcher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +24,8 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <tuple>
 #include <vector>
 
 namespace gapwatch::collector {
@@ -32,11 +38,30 @@ constexpr int kReadsPerTurn = 4;
 // At a stop, what a peer has already sent is read up to this many reads (64 MiB): enough for
 // everything a socket buffer holds, bounded for a peer that never stops sending.
 constexpr int kReadsAtStop = 1024;
+// How often the live status is built and sent (gapwatch watch refreshes at this pace).
+constexpr auto kStatusPeriod = std::chrono::seconds(1);
+
+// Processes in reports and in the status: by rank, those without one last, then by pid and file.
+auto processOrder(const std::optional<int32_t>& rank, uint32_t pid, const std::string& file) {
+  return std::make_tuple(!rank.has_value(), rank.value_or(0), pid, file);
+}
+
+// A process that has ended: its outcome for the run's report, and its own final analysis.
+struct EndedProcess {
+  int connection = 0;
+  FinishedProcess process;
+  std::optional<analysis::ProcessAnalysis> analysis;  // none when the recording had nothing to show
+};
 
 class Collector {
  public:
-  Collector(const CollectorOptions& options, int listen_fd, int signal_fd, int dir_fd)
-      : options_(options), listen_fd_(listen_fd), signal_fd_(signal_fd), dir_fd_(dir_fd) {}
+  Collector(const CollectorOptions& options, const std::string& socket_path, int listen_fd, int signal_fd, int dir_fd)
+      : options_(options),
+        socket_path_(socket_path),
+        listen_fd_(listen_fd),
+        signal_fd_(signal_fd),
+        dir_fd_(dir_fd),
+        started_(Clock::now()) {}
 
   // Returns the exit code.
   int run() {
@@ -49,7 +74,11 @@ class Collector {
       fds.push_back({signal_fd_, POLLIN, 0});
       fds.push_back({listen_fd_, POLLIN, 0});
       for (const auto& c : connections_) fds.push_back({c->fd(), POLLIN, 0});
-      if (::poll(fds.data(), fds.size(), tick_ms) < 0 && errno != EINTR) {
+      const std::size_t first_watcher = fds.size();
+      for (const auto& w : watchers_) {
+        fds.push_back({w->fd(), short(POLLIN | (w->wantsWrite() ? POLLOUT : 0)), 0});
+      }
+      if (::poll(fds.data(), fds.size(), std::min(tick_ms, 250)) < 0 && errno != EINTR) {
         logWarning(std::string("poll: ") + strerror(errno));
         return 1;
       }
@@ -62,10 +91,25 @@ class Collector {
         stop();
         return 0;
       }
-      // Connections first, so that the fds[] indices still match connections_.
+      // Watchers and connections first, so that the fds[] indices still match the vectors.
+      for (std::size_t i = 0; i < watchers_.size(); ++i) {
+        const short revents = fds[first_watcher + i].revents;
+        if (revents == 0) continue;
+        const bool keep = ((revents & POLLIN) == 0 || watchers_[i]->drainInput()) &&
+                          ((revents & POLLOUT) == 0 || watchers_[i]->flush()) && (revents & (POLLERR | POLLNVAL)) == 0;
+        if (!keep) watchers_[i].reset();
+      }
+      watchers_.erase(std::remove(watchers_.begin(), watchers_.end(), nullptr), watchers_.end());
       for (std::size_t i = 0; i < connections_.size(); ++i) {
         if (fds[i + 2].revents == 0) continue;
-        if (!connections_[i]->readAvailable(now, kReadsPerTurn)) finish(i, connections_[i]->closeReason());
+        if (connections_[i]->readAvailable(now, kReadsPerTurn)) continue;
+        if (connections_[i]->wantsStatus()) {
+          watchers_.push_back(std::make_unique<StatusWatcher>(connections_[i]->releaseFd()));
+          connections_[i].reset();
+          sendStatus(now, watchers_.back().get());  // at once, not at the next period
+          continue;
+        }
+        finish(i, connections_[i]->closeReason());
       }
       for (std::size_t i = 0; i < connections_.size(); ++i) {
         if (connections_[i] && connections_[i]->tooSlow(now, timeout)) {
@@ -74,6 +118,7 @@ class Collector {
       }
       connections_.erase(std::remove(connections_.begin(), connections_.end(), nullptr), connections_.end());
       if (fds[1].revents & POLLIN) acceptAll(now);
+      if (now - last_status_ >= kStatusPeriod) sendStatus(now, nullptr);
       if (options_.exit_when_idle && processes_seen_ > 0 && connections_.empty()) {
         logInfo("every process has disconnected: stopping (--exit-when-idle)");
         stop();
@@ -107,7 +152,7 @@ class Collector {
         ::close(fd);
         continue;
       }
-      connections_.push_back(std::make_unique<Connection>(id, fd, int(cred.pid), dir_fd_, now));
+      connections_.push_back(std::make_unique<Connection>(id, fd, int(cred.pid), dir_fd_, options_.analysis, now));
     }
   }
 
@@ -115,14 +160,122 @@ class Collector {
   void finish(std::size_t i, const std::string& reason) {
     auto& c = connections_[i];
     if (!c) return;
-    if (c->helloSeen()) ++processes_seen_;
     const std::string line = c->closeLine(reason);
     if (reason.rfind("refused", 0) == 0 || reason.rfind("too slow", 0) == 0 || reason.rfind("read error", 0) == 0) {
       logWarning(line);
     } else {
       logInfo(line);
     }
+    if (c->helloSeen()) {
+      ++processes_seen_;
+      endProcess(c->id(), c->finishProcess());
+    }
     c.reset();
+  }
+
+  // The process's own report, beside its recording, and what the run's report and the status keep.
+  void endProcess(int connection, FinishedProcess process) {
+    EndedProcess ended;
+    ended.connection = connection;
+    if (hasContentToShow(process.read)) {
+      analysis::RunAnalysis alone(options_.analysis);
+      alone.addOutcome(process.file, process.read, process.outcome);
+      analysis::RunReport report = alone.finish();
+      if (options_.write_json_report) {
+        std::ostringstream json;
+        options_.write_json_report(report, json);
+        writeReport(processReportName(process.file), json.str());
+      }
+      if (!report.analysis.processes.empty()) ended.analysis = std::move(report.analysis.processes.front());
+    }
+    ended.process = std::move(process);
+    ended_.push_back(std::move(ended));
+  }
+
+  void writeReport(const std::string& name, const std::string& content) {
+    std::string error;
+    if (!replaceOutputFile(dir_fd_, name, content, &error)) logWarning("cannot write " + name + ": " + error);
+  }
+
+  // The report of every process this collector has seen, in processOrder.
+  void writeRunReport() {
+    if (ended_.empty()) {
+      logInfo("no process connected: no run report");
+      return;
+    }
+    std::vector<const EndedProcess*> order;
+    for (const EndedProcess& e : ended_) order.push_back(&e);
+    std::sort(order.begin(), order.end(), [](const EndedProcess* a, const EndedProcess* b) {
+      return processOrder(a->process.rank, a->process.pid, a->process.file) <
+             processOrder(b->process.rank, b->process.pid, b->process.file);
+    });
+    analysis::RunAnalysis run(options_.analysis);
+    for (const EndedProcess* e : order) run.addOutcome(e->process.file, e->process.read, e->process.outcome);
+    const analysis::RunReport report = run.finish();
+    if (options_.write_text_report) {
+      std::ostringstream text;
+      options_.write_text_report(report, text);
+      writeReport(kRunReportText, text.str());
+    }
+    if (options_.write_json_report) {
+      std::ostringstream json;
+      options_.write_json_report(report, json);
+      writeReport(kRunReportJson, json.str());
+    }
+    logInfo("run report of " + std::to_string(ended_.size()) + " process(es): " + kRunReportText + ", " +
+            kRunReportJson);
+  }
+
+  // What the collector knows now: running processes' snapshots, ended ones' final analyses.
+  CollectorStatus buildStatus(Clock::time_point now) const {
+    CollectorStatus status;
+    status.uptime_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(now - started_).count());
+    status.socket = socket_path_;
+    status.output_dir = options_.output_dir;
+    for (const auto& c : connections_) {
+      if (!c || !c->helloSeen()) continue;
+      ProcessStatus p;
+      p.connection = c->id();
+      p.pid = c->pid();
+      p.host = c->host();
+      p.rank = c->rank();
+      p.file = c->fileName();
+      p.running = true;
+      p.events = c->events();
+      p.drops = c->drops();
+      p.bytes = c->bytesReceived();
+      p.analysis = c->snapshot();
+      status.processes.push_back(std::move(p));
+    }
+    for (const EndedProcess& e : ended_) {
+      ProcessStatus p;
+      p.connection = e.connection;
+      p.pid = e.process.pid;
+      p.host = e.process.host;
+      p.rank = e.process.rank;
+      p.file = e.process.file;
+      p.events = e.process.events;
+      p.drops = e.process.drops;
+      p.bytes = e.process.bytes;
+      if (e.analysis) p.analysis = *e.analysis;
+      status.processes.push_back(std::move(p));
+    }
+    std::sort(status.processes.begin(), status.processes.end(), [](const ProcessStatus& a, const ProcessStatus& b) {
+      return processOrder(a.rank, a.pid, a.file) < processOrder(b.rank, b.pid, b.file);
+    });
+    return status;
+  }
+
+  // Sends the status to `only`, or (nullptr) to every watcher; built only when someone wants it.
+  void sendStatus(Clock::time_point now, StatusWatcher* only) {
+    if (only == nullptr) last_status_ = now;
+    if (watchers_.empty()) return;
+    const std::string line = statusJsonLine(buildStatus(now));
+    for (auto& w : watchers_) {
+      if (only != nullptr && w.get() != only) continue;
+      if (!w->send(line)) w.reset();
+    }
+    watchers_.erase(std::remove(watchers_.begin(), watchers_.end(), nullptr), watchers_.end());
   }
 
   // What each peer has already sent is read and its whole frames written before its file closes.
@@ -141,18 +294,32 @@ class Collector {
       }
     }
     connections_.clear();
+    watchers_.clear();
+    writeRunReport();
   }
 
   const CollectorOptions& options_;
+  std::string socket_path_;
   int listen_fd_;
   int signal_fd_;
   int dir_fd_;
+  Clock::time_point started_;
+  Clock::time_point last_status_{};
   std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<StatusWatcher>> watchers_;
+  std::vector<EndedProcess> ended_;  // in the order they ended
   int next_id_ = 0;
   uint64_t processes_seen_ = 0;
 };
 
 }  // namespace
+
+std::string processReportName(const std::string& recording_name) {
+  const std::string suffix = ".gwt";
+  const bool gwt = recording_name.size() > suffix.size() &&
+                   recording_name.compare(recording_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (gwt ? recording_name.substr(0, recording_name.size() - suffix.size()) : recording_name) + ".report.json";
+}
 
 int runCollector(const CollectorOptions& options) {
   const std::string socket_path = options.socket_path.empty() ? defaultSocketPath() : options.socket_path;
@@ -184,7 +351,7 @@ int runCollector(const CollectorOptions& options) {
     return 1;
   }
   logInfo("listening on " + socket_path + ", recordings to " + options.output_dir);
-  const int code = Collector(options, listen_fd, signal_fd, dir_fd).run();
+  const int code = Collector(options, socket_path, listen_fd, signal_fd, dir_fd).run();
   ::close(listen_fd);
   ::unlink(socket_path.c_str());
   ::close(signal_fd);

@@ -30,12 +30,26 @@ std::string printable(const std::string& text) {
 
 }  // namespace
 
-Connection::Connection(int id, int fd, int peer_pid, int dir_fd, Clock::time_point now)
-    : id_(id), fd_(fd), peer_pid_(peer_pid), dir_fd_(dir_fd), last_frame_(now) {}
+Connection::Connection(int id, int fd, int peer_pid, int dir_fd, const analysis::AnalysisOptions& options,
+                       Clock::time_point now)
+    : id_(id),
+      fd_(fd),
+      peer_pid_(peer_pid),
+      dir_fd_(dir_fd),
+      options_(options),
+      decoder_(kFileHeaderBytes),
+      raw_offset_(kFileHeaderBytes),
+      last_frame_(now) {}
 
 Connection::~Connection() {
   if (file_fd_ >= 0) ::close(file_fd_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+int Connection::releaseFd() {
+  const int fd = fd_;
+  fd_ = -1;
+  return fd;
 }
 
 bool Connection::readAvailable(Clock::time_point now, int max_reads) {
@@ -72,24 +86,39 @@ bool Connection::feed(std::span<const uint8_t> bytes, Clock::time_point now) {
     if (status == FrameDecoder::Status::kNeedMoreBytes) break;
     if (status == FrameDecoder::Status::kCorrupt) {
       writeWholeFrames();  // the frames before the bad one are good
-      return refuse("corrupt stream at offset " + std::to_string(decoder_.corruptionOffset()) + ": " +
-                    decoder_.corruption());
+      // Offsets in the log are the peer's stream offsets (the file's less its header).
+      return refuse("corrupt stream at offset " + std::to_string(decoder_.corruptionOffset() - kFileHeaderBytes) +
+                    ": " + decoder_.corruption());
     }
     last_frame_ = now;
+    ++frames_;
+    if (status == FrameDecoder::Status::kFrameTaken) continue;  // a batch, decoded by live_
     const v1::Frame& frame = decoder_.frame();
     if (!hello_seen_) {
+      if (decoder_.framesSkipped() == 0 && frame.has_status_request()) {
+        wants_status_ = true;
+        close_reason_ = "a status request";
+        return false;
+      }
       if (decoder_.framesSkipped() > 0 || !frame.has_hello()) {
         return refuse("the stream does not begin with a Hello frame");
       }
       if (!acceptHello(frame)) return false;
+      live_->onFrame(frame, decoder_.frameOffset());
       continue;
     }
-    if (frame.has_hello()) return refuse("a second Hello frame");
-    if (frame.has_batch()) countBatch(frame.batch());
-    if (frame.has_goodbye()) {
-      goodbye_seen_ = true;
-      for (const auto& d : frame.goodbye().drops()) drops_[{int(d.source()), d.id()}] = d.dropped();
+    if (frame.has_hello()) {
+      --frames_;  // not written: the file ends before it
+      writeWholeFramesBefore(decoder_.frameOffset());
+      return refuse("a second Hello frame");
     }
+    if (frame.has_status_request()) {
+      --frames_;
+      writeWholeFramesBefore(decoder_.frameOffset());
+      return refuse("a status request inside a process's stream");
+    }
+    if (frame.has_goodbye()) goodbye_seen_ = true;
+    live_->onFrame(frame, decoder_.frameOffset());
   }
   if (!hello_seen_ && decoder_.framesSkipped() > 0) return refuse("the stream does not begin with a Hello frame");
   return writeWholeFrames();
@@ -103,6 +132,8 @@ bool Connection::acceptHello(const v1::Frame& frame) {
                   (version > kWireVersion ? "newer" : "older") + " than this collector reads (" +
                   std::to_string(kMinWireVersion) + " to " + std::to_string(kWireVersion) + ")");
   }
+  live_ = std::make_unique<LiveProcess>(options_);
+  decoder_.setTaker(live_.get());
   pid_ = hello.pid();
   host_ = hello.host();
   if (hello.has_rank()) rank_ = hello.rank();
@@ -114,15 +145,10 @@ bool Connection::acceptHello(const v1::Frame& frame) {
   return true;
 }
 
-void Connection::countBatch(const v1::EventBatch& batch) {
-  events_ += uint64_t(batch.api_calls_size()) + uint64_t(batch.activities_size()) + uint64_t(batch.nccl_calls_size()) +
-             uint64_t(batch.markers_size());
-  for (const auto& d : batch.drops()) drops_[{int(d.source()), d.id()}] = d.dropped();
-}
+bool Connection::writeWholeFrames() { return writeWholeFramesBefore(decoder_.wholeFramesEnd()); }
 
-bool Connection::writeWholeFrames() {
+bool Connection::writeWholeFramesBefore(uint64_t end) {
   if (file_fd_ < 0) return true;
-  const uint64_t end = decoder_.wholeFramesEnd();
   const std::size_t count = std::size_t(end - raw_offset_);
   if (count == 0) return true;
   if (!writeAll(file_fd_, raw_.data(), count)) {
@@ -153,10 +179,24 @@ std::string Connection::who() const {
 
 std::string Connection::openLine() const { return who() + ": opened, writing " + file_name_; }
 
+FinishedProcess Connection::finishProcess() {
+  FinishedProcess p;
+  p.file = file_name_;
+  p.pid = pid_;
+  p.host = host_;
+  p.rank = rank_;
+  p.events = events();
+  p.drops = drops();
+  p.bytes = bytes_received_;
+  auto [read, outcome] = live_->finish(raw_offset_, frames_, decoder_.framesSkipped());
+  p.read = std::move(read);
+  p.outcome = std::move(outcome);
+  live_.reset();
+  return p;
+}
+
 std::string Connection::closeLine(const std::string& reason) const {
-  uint64_t drops = 0;
-  for (const auto& [key, dropped] : drops_) drops += dropped;
-  return who() + ": closed (" + reason + "): events " + std::to_string(events_) + ", drops " + std::to_string(drops) +
+  return who() + ": closed (" + reason + "): events " + std::to_string(events()) + ", drops " + std::to_string(drops()) +
          ", bytes " + std::to_string(bytes_received_) + (file_name_.empty() ? "" : ", file " + file_name_);
 }
 

@@ -1,18 +1,21 @@
-// collector/connection.h: one traced process's connection: checks its stream frame by frame and
-// writes the whole frames, as received, to its .gwt.
+// collector/connection.h: one connection to the collector: a traced process, whose stream it checks
+// frame by frame, writes whole to its .gwt and analyses live (live_process.h); or, when the first
+// frame is a StatusRequest, a live view (`gapwatch watch`) that the collector then hands its status.
 //
 // Nothing is written before a valid Hello (first frame, wire version in range): only then is the
 // file created, named from the Hello. Every later whole frame is written as soon as it has been
 // decoded; a frame cut short by the peer is never written. Untrusted throughout: the decoder
 // refuses corrupt frames and frames over 16 MiB, and the owner closes a connection whose
-// feed() returns false, with the line closeLine() gives.
+// readAvailable() returns false, with the line closeLine() gives.
 #pragma once
 
+#include "analysis/analysis_result.h"
+#include "collector/live_process.h"
 #include "reader/frame_decoder.h"
 
 #include <chrono>
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,12 +24,23 @@
 
 namespace gapwatch::collector {
 
+// A traced process whose connection is over: what the collector reports of it.
+struct FinishedProcess {
+  std::string file;  // the .gwt's name in the output directory
+  uint32_t pid = 0;
+  std::string host;
+  std::optional<int32_t> rank;
+  uint64_t events = 0, drops = 0, bytes = 0;
+  ReadResult read;  // what reading the file finds
+  analysis::ProcessOutcome outcome;
+};
+
 class Connection {
  public:
   using Clock = std::chrono::steady_clock;
 
   // `fd`: the accepted socket (owned); `peer_pid`: from SO_PEERCRED; `dir_fd`: the output dir.
-  Connection(int id, int fd, int peer_pid, int dir_fd, Clock::time_point now);
+  Connection(int id, int fd, int peer_pid, int dir_fd, const analysis::AnalysisOptions& options, Clock::time_point now);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -34,11 +48,15 @@ class Connection {
   int fd() const { return fd_; }
   int id() const { return id_; }
   bool helloSeen() const { return hello_seen_; }
+  // The peer's first frame was a StatusRequest: readAvailable() returned false, and the owner
+  // takes the socket (releaseFd) for a StatusWatcher.
+  bool wantsStatus() const { return wants_status_; }
+  int releaseFd();
 
   // Reads what the socket has, at most `max_reads` reads (a few in the loop, so that one busy
   // peer cannot starve the others; many when the collector stops and drains every peer). False
-  // when the connection is over: end of stream, an error, or a refused stream; closeReason()
-  // says which.
+  // when the connection is over: end of stream, an error, a refused stream (closeReason() says
+  // which), or a status request.
   bool readAvailable(Clock::time_point now, int max_reads);
 
   // True when the peer has begun a frame (or not yet sent a Hello) and no whole frame came for
@@ -51,11 +69,25 @@ class Connection {
   // The line logged once the Hello has been accepted.
   std::string openLine() const;
 
+  // A process's identity and the numbers so far (helloSeen() only).
+  uint32_t pid() const { return pid_; }
+  const std::string& host() const { return host_; }
+  std::optional<int32_t> rank() const { return rank_; }
+  const std::string& fileName() const { return file_name_; }
+  uint64_t events() const { return live_ ? live_->events() : 0; }
+  uint64_t drops() const { return live_ ? live_->drops() : 0; }
+  uint64_t bytesReceived() const { return bytes_received_; }
+  analysis::ProcessAnalysis snapshot() const { return live_ ? live_->snapshot() : analysis::ProcessAnalysis{}; }
+
+  // Once the connection is over (helloSeen() only; call once): the process's final outcome.
+  FinishedProcess finishProcess();
+
  private:
   bool feed(std::span<const uint8_t> bytes, Clock::time_point now);
   bool acceptHello(const v1::Frame& frame);
-  void countBatch(const v1::EventBatch& batch);
   bool writeWholeFrames();
+  // Writes the checked bytes before file offset `end` (a frame boundary).
+  bool writeWholeFramesBefore(uint64_t end);
   bool refuse(std::string reason);
   std::string who() const;
 
@@ -63,22 +95,24 @@ class Connection {
   int fd_;
   int peer_pid_;
   int dir_fd_;
-  FrameDecoder decoder_;
-  // Received bytes not yet written, from stream offset raw_offset_; those up to the decoder's
+  analysis::AnalysisOptions options_;
+  FrameDecoder decoder_;  // offsets are file offsets: the file's frames begin after its header
+  std::unique_ptr<LiveProcess> live_;  // from the Hello on
+  // Received bytes not yet written, from file offset raw_offset_; those up to the decoder's
   // wholeFramesEnd() are checked and go to the file.
   std::vector<uint8_t> raw_;
-  uint64_t raw_offset_ = 0;
+  uint64_t raw_offset_;
   Clock::time_point last_frame_;
   bool hello_seen_ = false;
   bool goodbye_seen_ = false;
+  bool wants_status_ = false;
+  uint64_t frames_ = 0;  // whole frames, as the reader counts them (skipped ones not)
   int file_fd_ = -1;
   std::string file_name_;
   uint32_t pid_ = 0;
   std::string host_;
   std::optional<int32_t> rank_;
   uint64_t bytes_received_ = 0;
-  uint64_t events_ = 0;
-  std::map<std::pair<int, uint64_t>, uint64_t> drops_;  // latest cumulative total per (source, id)
   std::string close_reason_;
 };
 

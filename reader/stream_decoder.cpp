@@ -499,6 +499,8 @@ std::optional<ReadError> StreamDecoder::onFrame(const v1::Frame& frame, uint64_t
       if (!health_.has_hello) ++health_.frames_before_hello;
       visitor_.onHeartbeat(frame.heartbeat(), offset);
       return std::nullopt;
+    case v1::Frame::kStatusRequest:
+      return std::nullopt;  // a live view's request to the collector: never part of a recording
     case v1::Frame::BODY_NOT_SET:
       break;  // the frame decoder skips these; nothing to do
   }

@@ -8,6 +8,7 @@
 #include "tools/exit_codes.h"
 #include "tools/profile_command.h"
 #include "tools/report_command.h"
+#include "tools/report_json.h"
 #include "tools/report_terminal.h"
 
 #include <gapwatch/recording_format.h>
@@ -144,6 +145,13 @@ int main(int argc, char** argv) {
         std::cerr << "gapwatch: --slow-peer-timeout must be more than 0 (see gapwatch --help)\n";
         return cli::kExitUsage;
       }
+      // The collector decides when and where reports are written; their formats are the CLI's.
+      collector.write_text_report = [](const gapwatch::analysis::RunReport& content, std::ostream& out) {
+        cli::writeTerminalReport(content, cli::TerminalStyle{false}, out);
+      };
+      collector.write_json_report = [](const gapwatch::analysis::RunReport& content, std::ostream& out) {
+        cli::writeReportJson(content, out);
+      };
       return gapwatch::collector::runCollector(collector);
     }
     if (*profile_command) {
