@@ -149,8 +149,8 @@ std::string lastLineOf(const std::string& path) {
   return last;
 }
 
-[[noreturn]] void runCollectorChild(const std::string& socket, const std::string& dir, const sigset_t& original_mask,
-                                    pid_t parent) {
+[[noreturn]] void runCollectorChild(const CollectorOptions& base, const std::string& socket, const std::string& dir,
+                                    const sigset_t& original_mask, pid_t parent) {
   ::setpgid(0, 0);
   // gapwatch profile killed outright: the collector still stops cleanly, closing every file.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -163,9 +163,10 @@ std::string lastLineOf(const std::string& path) {
   ::dup2(log, STDOUT_FILENO);
   ::dup2(log, STDERR_FILENO);
   ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-  CollectorOptions options;
+  CollectorOptions options = base;
   options.socket_path = socket;
   options.output_dir = dir;
+  options.exit_when_idle = false;  // the session says when the job is over: a job may connect late
   // _exit: the parent's stdio buffers and atexit handlers are the parent's.
   ::_exit(runCollector(options));
 }
@@ -253,7 +254,7 @@ class Session {
       err_ << kPrefix << "fork: " << strerror(errno) << '\n';
       return false;
     }
-    if (pid == 0) runCollectorChild(socket_path_, options_.output_dir, original_mask_, parent);
+    if (pid == 0) runCollectorChild(options_.collector, socket_path_, options_.output_dir, original_mask_, parent);
     collector_ = pid;
     ::setpgid(pid, pid);  // also here, so no terminal signal can reach it before the child's own call
     const auto deadline = std::chrono::steady_clock::now() + kListenTimeout;

@@ -14,8 +14,11 @@
 //  4. this process is a child subreaper: a daemonised descendant is reparented to it, and the
 //     session waits until the command and every descendant has exited, forwarding SIGINT,
 //     SIGTERM, SIGHUP and SIGQUIT to the command (once it has exited: to the descendants left);
-//  5. SIGTERM to the collector, which then reads what every peer sent and closes the files.
+//  5. SIGTERM to the collector, which then reads what every peer sent, closes the files and
+//     writes the run's report (gapwatch-report.txt, .json) in the output directory.
 #pragma once
+
+#include "collector/collector.h"
 
 #include <ostream>
 #include <string>
@@ -27,6 +30,9 @@ struct ProfileSessionOptions {
   std::string output_dir;  // created when missing; an existing one must be empty
   std::string library;     // libgapwatch.so, absolute
   std::vector<std::string> command;
+  // The private collector's options (its report writers, the analysis's knobs); its socket and
+  // output directory are the session's.
+  CollectorOptions collector;
 };
 
 struct ProfileSessionResult {

@@ -4,6 +4,10 @@
 #include "collector/profile_session.h"
 #include "tools/exit_codes.h"
 #include "tools/report_command.h"
+#include "tools/report_json.h"
+#include "tools/report_terminal.h"
+
+#include <nlohmann/json.hpp>
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,6 +17,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <system_error>
 
 namespace gapwatch::cli {
@@ -41,6 +47,31 @@ std::vector<std::string> recordingsIn(const std::string& dir) {
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+std::optional<std::string> readWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
+}
+
+// The recordings in the order of the collector's run report (its JSON's inputs: by rank), so a
+// report drawn again from them lists the processes as the collector's does; name order without it.
+std::vector<std::string> recordingsInReportOrder(const std::string& dir, const std::string& json_text) {
+  std::vector<std::string> files = recordingsIn(dir);
+  const auto document = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (!document.is_object() || !document.contains("inputs") || !document["inputs"].is_array()) return files;
+  std::vector<std::string> ordered;
+  for (const auto& input : document["inputs"]) {
+    if (!input.is_object() || !input.contains("file") || !input["file"].is_string()) return files;
+    ordered.push_back(dir + "/" + input["file"].get<std::string>());
+  }
+  std::vector<std::string> sorted_ordered = ordered;
+  std::sort(sorted_ordered.begin(), sorted_ordered.end());
+  return sorted_ordered == files ? ordered : files;
 }
 
 }  // namespace
@@ -79,8 +110,21 @@ std::optional<std::string> findInjectedLibrary(std::ostream& err) {
 }
 
 bool printRunReport(const std::string& dir, const ProfileOptions& options, std::ostream& out, std::ostream& err) {
+  const std::string text_path = dir + "/" + collector::kRunReportText;
+  const std::string json_path = dir + "/" + collector::kRunReportJson;
+  const auto json_text = readWhole(json_path);
+  // The collector's own report, computed live (equal to `gapwatch report` of the recordings in its
+  // order, the file names as it wrote them). It has no colour: for a terminal the same report is
+  // drawn again from the recordings, with the paths under DIR.
+  if (!options.colour || options.json) {
+    const auto report = options.json ? json_text : readWhole(text_path);
+    if (report) {
+      out << *report;
+      return true;
+    }
+  }
   ReportOptions report;
-  report.files = recordingsIn(dir);
+  report.files = json_text ? recordingsInReportOrder(dir, *json_text) : recordingsIn(dir);
   report.json = options.json;
   report.colour = options.colour;
   if (report.files.empty()) {
@@ -108,6 +152,13 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   while (session.output_dir.size() > 1 && session.output_dir.back() == '/') session.output_dir.pop_back();
   session.library = *library;
   session.command = options.command;
+  // As `gapwatch collector` writes them (tools/main.cpp): the report files carry no colour.
+  session.collector.write_text_report = [](const analysis::RunReport& content, std::ostream& text) {
+    writeTerminalReport(content, TerminalStyle{false}, text);
+  };
+  session.collector.write_json_report = [](const analysis::RunReport& content, std::ostream& json) {
+    writeReportJson(content, json);
+  };
   const collector::ProfileSessionResult result = collector::runProfileSession(session, err);
   if (!result.command_ran) return result.exit_code;
 
@@ -117,7 +168,7 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   const bool reported = printRunReport(session.output_dir, options, out, err);
   out.flush();
   if (reported) {
-    const bool report_file = fs::exists(session.output_dir + "/gapwatch-report.txt");
+    const bool report_file = fs::exists(session.output_dir + "/" + collector::kRunReportText);
     err << kPrefix << (report_file ? "recordings and report in " : "recordings in ") << session.output_dir << '\n';
   }
   return result.exit_code;

@@ -24,9 +24,10 @@ struct ProfileOptions {
 // absolute. Nothing (and one line on `err`) when it is not a readable file.
 std::optional<std::string> findInjectedLibrary(std::ostream& err);
 
-// The run's report, from what the session left in `dir`. The one place that knows where the
-// report comes from: today the recordings dir/*.gwt, in name order, analysed as `gapwatch report`
-// analyses them. Returns false (and says so on `err`) when there was nothing to report.
+// The run's report, from what the session left in `dir`: the collector's own (gapwatch-report.txt
+// or .json); drawn again from the recordings dir/*.gwt, as `gapwatch report` draws it, when it is
+// to be in colour or the collector left none. Returns false (and says so on `err`) when there was
+// nothing to report.
 bool printRunReport(const std::string& dir, const ProfileOptions& options, std::ostream& out, std::ostream& err);
 
 int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& err);

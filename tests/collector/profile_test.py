@@ -3,10 +3,12 @@
 What "prints the same report as recording and reporting in two steps" is checked as: two runs of
 the simulator differ in pids and host timing (a recording has real timestamps), so the report of a
 second, separate run recorded with GAPWATCH_OUTPUT cannot match byte for byte. So profile's stdout
-is compared with `gapwatch report` of the recordings profile left in D, in name order (as the
-shell's D/*.gwt gives them), as text and as --json; and each of those recordings is checked to hold
-every event its process sent (the counts in its Goodbye), which is what a file recording holds
-(collector_test compares a streamed recording with a file one event by event).
+is compared with `gapwatch report` of the recordings profile left in D (run in D, the files in the
+collector's order: by rank, then pid, as its run report lists them), as text and as --json; and
+with the collector's report files D/gapwatch-report.txt and .json, which profile prints. Each of
+those recordings is checked to hold every event its process sent (the counts in its Goodbye),
+which is what a file recording holds (collector_test compares a streamed recording with a file
+one event by event).
 
 Every test runs with XDG_RUNTIME_DIR set to a directory of its own, so the private socket
 directories profile makes there can be seen to be gone afterwards. Timeouts only bound a hang;
@@ -15,6 +17,7 @@ import glob
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -61,8 +64,14 @@ class ProfileTest(unittest.TestCase):
     def recordings(self, out):
         return sorted(glob.glob(os.path.join(out, "*.gwt")))
 
-    def report(self, files, *args):
-        r = subprocess.run([gwtest.GAPWATCH, "report"] + list(args) + files, capture_output=True, text=True,
+    def report(self, out, *args):
+        """The second of the two steps: `gapwatch report` in D of the recordings there."""
+        def order(path):
+            m = re.search(r"-(\d+)(?:-rank(\d+))?\.gwt$", path)
+            return (m.group(2) is None, int(m.group(2) or 0), int(m.group(1)), path)
+        names = [os.path.basename(f) for f in sorted(self.recordings(out), key=order)]
+        self.assertGreaterEqual(len(names), 1)
+        r = subprocess.run([gwtest.GAPWATCH, "report"] + list(args) + names, cwd=out, capture_output=True, text=True,
                            timeout=HANG)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout
@@ -83,7 +92,7 @@ class ProfileTest(unittest.TestCase):
 
     def assert_last_line(self, r, out, stderr=None):
         stderr = r.stderr if stderr is None else stderr
-        self.assertEqual(stderr.splitlines()[-1], "gapwatch profile: recordings in " + out, stderr)
+        self.assertEqual(stderr.splitlines()[-1], "gapwatch profile: recordings and report in " + out, stderr)
 
     def assert_one_line(self, r):
         self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
@@ -96,18 +105,17 @@ class ProfileTest(unittest.TestCase):
         self.assertGreaterEqual(len(names), 1)
         for name in names:
             with self.subTest(scenario=name):
-                out = "out-" + name  # relative: the report names files as the user gave the directory
+                out = "out-" + name  # relative, as a user would give it
                 r = self.profile(["-o", out, "--", gwtest.SIM, scenario(name), "--quiet"])
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assert_last_line(r, out)
-                files = [os.path.relpath(f, self.dir) for f in self.recordings(os.path.join(self.dir, out))]
+                out = os.path.join(self.dir, out)
+                files = self.recordings(out)
                 self.assertGreaterEqual(len(files), 1)
                 for f in files:
-                    self.assert_complete(os.path.join(self.dir, f))
-                expected = subprocess.run([gwtest.GAPWATCH, "report"] + files, cwd=self.dir, capture_output=True,
-                                          text=True, timeout=HANG)
-                self.assertEqual(expected.returncode, 0, expected.stderr)
-                self.assertEqual(r.stdout, expected.stdout)
+                    self.assert_complete(f)
+                self.assertEqual(r.stdout, self.report(out))
+                self.assertEqual(r.stdout, read(os.path.join(out, "gapwatch-report.txt")))
                 self.assertIn("GPU idle", r.stdout)
                 self.assertNotIn("\x1b", r.stdout)  # not a terminal: no colour
         self.assertFalse(os.path.exists(self.stray), "GAPWATCH_OUTPUT reached the job")
@@ -119,10 +127,11 @@ class ProfileTest(unittest.TestCase):
                 r = self.profile(["--json", "-o", out, "--", gwtest.SIM, scenario(name), "--quiet"])
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assert_last_line(r, out)
-                files = self.recordings(out)
-                self.assertEqual(r.stdout, self.report(files, "--json"))
+                self.assertEqual(r.stdout, self.report(out, "--json"))
+                self.assertEqual(r.stdout, read(os.path.join(out, "gapwatch-report.json")))
                 document = json.loads(r.stdout)
-                self.assertEqual([i["file"] for i in document["inputs"]], files)
+                files = self.recordings(out)
+                self.assertEqual(sorted(i["file"] for i in document["inputs"]), [os.path.basename(f) for f in files])
                 self.assertEqual([i["status"] for i in document["inputs"]], ["ok"] * len(files))
 
     def test_default_directory_and_environment(self):
@@ -167,7 +176,7 @@ class ProfileTest(unittest.TestCase):
         out = os.path.join(self.dir, "five")
         r = self.profile(["-o", out, "--", "sh", "-c", '"$0" "$1" --quiet; exit 5', gwtest.SIM, scenario("healthy")])
         self.assertEqual(r.returncode, 5, r.stderr)
-        self.assertEqual(r.stdout, self.report(self.recordings(out)))
+        self.assertEqual(r.stdout, self.report(out))
         self.assert_last_line(r, out)
 
     def test_a_failing_simulator_returns_its_code(self):
@@ -212,7 +221,7 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual(sorted(os.path.basename(f).rsplit("-", 1)[1] for f in files), ["rank0.gwt", "rank1.gwt"])
         for f in files:
             self.assert_complete(f)
-        self.assertEqual(r.stdout, self.report(files))
+        self.assertEqual(r.stdout, self.report(out))
 
     def test_waits_for_a_daemonised_grandchild(self):
         """The command forks a child that forks a grandchild in a session of its own and exits at
@@ -245,7 +254,7 @@ subprocess.run([sim, scenario, "--quiet"], check=True)
         for f in files:
             self.assert_complete(f)
         self.assertEqual(len([f for f in files if f.endswith("-%d.gwt" % grandchild)]), 1, files)
-        self.assertEqual(r.stdout, self.report(files))
+        self.assertEqual(r.stdout, self.report(out))
         with self.assertRaises(ProcessLookupError):
             os.kill(grandchild, 0)  # reaped, not left running
 
@@ -290,7 +299,7 @@ while True:
         self.assertEqual(len(files), 2, files)
         for f in files:
             self.assert_complete(f)
-        self.assertEqual(stdout, self.report(files))
+        self.assertEqual(stdout, self.report(out))
         log = read(os.path.join(out, "collector.log"))
         self.assertIn("stopping on Terminated", log)
         self.assertNotIn("Interrupt", log)
