@@ -148,7 +148,7 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
 
   collector::ProfileSessionOptions session;
   session.output_dir = options.output_dir.empty() ? defaultOutputDir() : options.output_dir;
-  // "D/" names its recordings "D/x.gwt", as the shell's D/*.gwt does.
+  // "D/" given: the paths in a redrawn report and the last line say D/x.gwt and D, not D//x.gwt.
   while (session.output_dir.size() > 1 && session.output_dir.back() == '/') session.output_dir.pop_back();
   session.library = *library;
   session.command = options.command;
