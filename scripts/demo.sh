@@ -35,7 +35,8 @@ echo
 GAPWATCH_CUPTI_PATH="$build_dir/simcuda/lib/libcupti.so.13" \
   "$build_dir/bin/gapwatch" profile -o "$profile_dir" -- "$sim" "$scenario" --truth "$truth" --quiet
 echo
-echo "2. The recording stays in $profile_dir/: gapwatch report $profile_dir/*.gwt prints the same again."
+echo "2. The recording and that report stay in $profile_dir/ (gapwatch-report.txt, .json);"
+echo "   gapwatch report $profile_dir/*.gwt draws the report again from the recording."
 echo
 echo "3. What the simulator knows it did (the ground truth, $truth):"
 echo
