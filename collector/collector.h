@@ -23,6 +23,8 @@ struct CollectorOptions {
   bool exit_when_idle = false;  // exit once a process has connected and none is left
   // A connection with a frame begun (or no Hello yet) and no whole frame for this long is closed.
   uint64_t slow_peer_timeout_ns = 30'000'000'000ull;
+  // --metrics: where to serve Prometheus metrics ("9464", "0.0.0.0:9464", "[::1]:9464"); empty: off.
+  std::string metrics_address;
   // The analysis's knobs, as `gapwatch report` takes them.
   analysis::AnalysisOptions analysis;
   // How reports are written (the formats live in tools/: the collector only decides when and
