@@ -365,6 +365,8 @@ int runCollector(const CollectorOptions& options) {
     ::close(dir_fd);
     return 1;
   }
+  // No request ever gets an empty page: no process yet, until the loop's first status.
+  if (metrics) metrics->publish(metricsExposition(CollectorStatus{}));
   if (metrics && !metrics->start(&error)) {
     std::cerr << "gapwatch collector: " << error << '\n';
     ::close(signal_fd);
