@@ -31,6 +31,15 @@ LONG_SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metric
 CAUSES = ["host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "dependency"]
 
 
+def documented_queries():
+    """The PromQL blocks of docs/usage.md's "Prometheus metrics" section, in order."""
+    with open(os.path.join(gwtest.REPO, "docs", "usage.md")) as f:
+        text = f.read()
+    start = text.index("## Prometheus metrics")
+    section = text[start:text.index("\n## ", start + 1)]
+    return re.findall(r"```promql\n(.*?)```", section, re.S)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -172,6 +181,7 @@ class MetricsTest(unittest.TestCase):
         prometheus.wait_for('gapwatch_processes{state="running"} == 0 and on() '
                             'count(gapwatch_process_running{rank=~"0|1"} == 0) == 2',
                             lambda r: len(r) == 1, "a scrape after the job's end")
+        self.check_documented_queries(prometheus)
         idle = prometheus.query("gapwatch_idle_seconds_total")
         syncs = prometheus.query("gapwatch_sync_points_total")
         blocked = prometheus.query("gapwatch_sync_blocked_seconds_total")
@@ -212,6 +222,26 @@ class MetricsTest(unittest.TestCase):
                 same_ns(series(blocked, rank, type=s["type"]), s["total_ns"], "rank %d %s blocked" % (rank, s["type"]))
             self.assertGreater(p["launches"]["launches"], 0)
             self.assertEqual(series(launches, rank), p["launches"]["launches"])
+
+    def check_documented_queries(self, prometheus):
+        """The three queries of docs/usage.md run and say what they promise, on this job: rank 1's
+        host is 1.5x slower, so its device idles most."""
+        queries = documented_queries()
+        self.assertEqual(len(queries), 3, queries)
+        share, worst, syncs_per_step = queries
+        shares = prometheus.wait_for(share, lambda r: {l.get("rank") for l, _ in r} >= {"0", "1"}, "idle share")
+        for rank in ("0", "1"):
+            by_cause = {l["cause"]: v for l, v in shares if l.get("rank") == rank}
+            self.assertEqual(sorted(by_cause), sorted(CAUSES), shares)
+            self.assertTrue(all(v >= 0 for v in by_cause.values()), by_cause)
+            self.assertGreater(sum(by_cause.values()), 0, by_cause)
+            self.assertLessEqual(sum(by_cause.values()), 1 + 1e-9, by_cause)
+        top = prometheus.query(worst)
+        self.assertEqual(len(top), 1, top)
+        self.assertEqual(top[0][0].get("rank"), "1", top)
+        per_step = by_rank(prometheus.query(syncs_per_step))
+        for rank in ("0", "1"):
+            self.assertGreater(per_step.get(rank, 0), 0, per_step)
 
     def test_only_get_and_head_of_metrics(self):
         collector = Collector(self.dir, "--metrics", ":0", program=GAPWATCHD)
