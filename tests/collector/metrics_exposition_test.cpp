@@ -297,7 +297,7 @@ TEST_CASE("an empty collector serves the gauges only") {
   CHECK(e.value("gapwatch_processes", {{"state", "running"}}) == "0");
 }
 
-TEST_CASE("--metrics addresses: loopback unless another is given") {
+TEST_CASE("metrics addresses: loopback unless another is given") {
   MetricsAddress a;
   std::string error;
   REQUIRE(parseMetricsAddress("9464", &a, &error));
@@ -320,7 +320,7 @@ TEST_CASE("--metrics addresses: loopback unless another is given") {
   }
 }
 
-TEST_CASE("--metrics that cannot be bound: one line, no server") {
+TEST_CASE("a metrics address that cannot be bound: one line, no server") {
   std::string error;
   CHECK(MetricsServer::bind("256.1.1.1:80", &error) == nullptr);
   CHECK(error.find("256.1.1.1") != std::string::npos);
