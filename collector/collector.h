@@ -4,7 +4,9 @@
 // connection and every live-view client. A connection is one traced process; its frames are
 // checked as they arrive, the whole ones written, unchanged, to that process's .gwt and analysed
 // live. A bad connection is closed on its own. When a process's connection ends its report is
-// written beside its recording; when the collector stops, the report of the whole run.
+// written beside its recording; when the collector stops, the report of the whole run. With
+// --metrics, one more thread, the HTTP server's, which only reads the text the loop hands it
+// (metrics_server.h).
 #pragma once
 
 #include "analysis/analysis_result.h"
