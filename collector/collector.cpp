@@ -7,6 +7,8 @@
 #include "collector/collector_log.h"
 #include "collector/collector_status.h"
 #include "collector/connection.h"
+#include "collector/metrics_exposition.h"
+#include "collector/metrics_server.h"
 #include "collector/output_file.h"
 #include "collector/socket_listener.h"
 #include "collector/status_json.h"
@@ -55,12 +57,14 @@ struct EndedProcess {
 
 class Collector {
  public:
-  Collector(const CollectorOptions& options, const std::string& socket_path, int listen_fd, int signal_fd, int dir_fd)
+  Collector(const CollectorOptions& options, const std::string& socket_path, int listen_fd, int signal_fd, int dir_fd,
+            MetricsServer* metrics)
       : options_(options),
         socket_path_(socket_path),
         listen_fd_(listen_fd),
         signal_fd_(signal_fd),
         dir_fd_(dir_fd),
+        metrics_(metrics),
         started_(Clock::now()) {}
 
   // Returns the exit code.
@@ -118,7 +122,8 @@ class Collector {
       }
       connections_.erase(std::remove(connections_.begin(), connections_.end(), nullptr), connections_.end());
       if (fds[1].revents & POLLIN) acceptAll(now);
-      if (now - last_status_ >= kStatusPeriod) sendStatus(now, nullptr);
+      // A process that ended shows as ended at the next scrape, not a period later.
+      if (now - last_status_ >= kStatusPeriod || metrics_stale_) sendStatus(now, nullptr);
       if (options_.exit_when_idle && processes_seen_ > 0 && connections_.empty()) {
         logInfo("every process has disconnected: stopping (--exit-when-idle)");
         stop();
@@ -190,6 +195,7 @@ class Collector {
     }
     ended.process = std::move(process);
     ended_.push_back(std::move(ended));
+    metrics_stale_ = metrics_ != nullptr;
   }
 
   void writeReport(const std::string& name, const std::string& content) {
@@ -266,11 +272,19 @@ class Collector {
     return status;
   }
 
-  // Sends the status to `only`, or (nullptr) to every watcher; built only when someone wants it.
+  // Sends the status to `only`, or (nullptr) to every watcher and to the metrics endpoint; built
+  // only when someone wants it.
   void sendStatus(Clock::time_point now, StatusWatcher* only) {
     if (only == nullptr) last_status_ = now;
+    const bool publish = only == nullptr && metrics_ != nullptr;
+    if (watchers_.empty() && !publish) return;
+    const CollectorStatus status = buildStatus(now);
+    if (publish) {
+      metrics_->publish(metricsExposition(status));
+      metrics_stale_ = false;
+    }
     if (watchers_.empty()) return;
-    const std::string line = statusJsonLine(buildStatus(now));
+    const std::string line = statusJsonLine(status);
     for (auto& w : watchers_) {
       if (only != nullptr && w.get() != only) continue;
       if (!w->send(line)) w.reset();
@@ -303,6 +317,8 @@ class Collector {
   int listen_fd_;
   int signal_fd_;
   int dir_fd_;
+  MetricsServer* metrics_;  // null without --metrics
+  bool metrics_stale_ = false;  // a process has ended since the metrics were last published
   Clock::time_point started_;
   Clock::time_point last_status_{};
   std::vector<std::unique_ptr<Connection>> connections_;
@@ -323,6 +339,17 @@ std::string processReportName(const std::string& recording_name) {
 
 int runCollector(const CollectorOptions& options) {
   const std::string socket_path = options.socket_path.empty() ? defaultSocketPath() : options.socket_path;
+  // Bound first (a bad address or a port in use stops the collector before anything else), but
+  // served only once the signals are blocked: the HTTP thread inherits the mask.
+  std::unique_ptr<MetricsServer> metrics;
+  std::string error;
+  if (!options.metrics_address.empty()) {
+    metrics = MetricsServer::bind(options.metrics_address, &error);
+    if (!metrics) {
+      std::cerr << "gapwatch collector: " << error << '\n';
+      return 1;
+    }
+  }
   int dir_fd = ::open(options.output_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) {
     std::cerr << "gapwatch collector: output directory " << options.output_dir << ": " << strerror(errno) << '\n';
@@ -342,7 +369,14 @@ int runCollector(const CollectorOptions& options) {
     ::close(dir_fd);
     return 1;
   }
-  std::string error;
+  // No request ever gets an empty page: no process yet, until the loop's first status.
+  if (metrics) metrics->publish(metricsExposition(CollectorStatus{}));
+  if (metrics && !metrics->start(&error)) {
+    std::cerr << "gapwatch collector: " << error << '\n';
+    ::close(signal_fd);
+    ::close(dir_fd);
+    return 1;
+  }
   int listen_fd = listenOnSocket(socket_path, &error);
   if (listen_fd < 0) {
     std::cerr << "gapwatch collector: " << error << '\n';
@@ -350,8 +384,10 @@ int runCollector(const CollectorOptions& options) {
     ::close(dir_fd);
     return 1;
   }
-  logInfo("listening on " + socket_path + ", recordings to " + options.output_dir);
-  const int code = Collector(options, socket_path, listen_fd, signal_fd, dir_fd).run();
+  logInfo("listening on " + socket_path + ", recordings to " + options.output_dir +
+          (metrics ? ", metrics on " + metrics->url() : std::string()));
+  const int code = Collector(options, socket_path, listen_fd, signal_fd, dir_fd, metrics.get()).run();
+  metrics.reset();  // joins the HTTP thread
   ::close(listen_fd);
   ::unlink(socket_path.c_str());
   ::close(signal_fd);

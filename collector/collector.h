@@ -4,7 +4,9 @@
 // connection and every live-view client. A connection is one traced process; its frames are
 // checked as they arrive, the whole ones written, unchanged, to that process's .gwt and analysed
 // live. A bad connection is closed on its own. When a process's connection ends its report is
-// written beside its recording; when the collector stops, the report of the whole run.
+// written beside its recording; when the collector stops, the report of the whole run. With
+// --metrics, one more thread, the HTTP server's, which only reads the text the loop hands it
+// (metrics_server.h).
 #pragma once
 
 #include "analysis/analysis_result.h"
@@ -23,6 +25,8 @@ struct CollectorOptions {
   bool exit_when_idle = false;  // exit once a process has connected and none is left
   // A connection with a frame begun (or no Hello yet) and no whole frame for this long is closed.
   uint64_t slow_peer_timeout_ns = 30'000'000'000ull;
+  // --metrics: where to serve Prometheus metrics ("9464", "0.0.0.0:9464", "[::1]:9464"); empty: off.
+  std::string metrics_address;
   // The analysis's knobs, as `gapwatch report` takes them.
   analysis::AnalysisOptions analysis;
   // How reports are written (the formats live in tools/: the collector only decides when and

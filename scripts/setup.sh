@@ -28,6 +28,8 @@ packages=(
   ccache                                    # rebuilds after a branch switch or in a fresh clone's build/
   stress-ng                                 # the competing load of scripts/test-under-load.sh
   clang libfuzzer-14-dev                    # the fuzz targets of tests/fuzz (scripts/fuzz.sh)
+  libmicrohttpd-dev                         # the collector's Prometheus endpoint (--metrics)
+  prometheus                                # a real Prometheus server scrapes it in tests/collector
 )
 missing=()
 for pkg in "${packages[@]}"; do

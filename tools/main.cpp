@@ -110,6 +110,10 @@ int main(int argc, char** argv) {
                    "Close a connection that has begun a frame (or sent no Hello) and sent no whole frame for this long")
       ->check(duration_check)
       ->default_str("30s");
+  CLI::Option* metrics_option = collector_command->add_option(
+      "--metrics", collector.metrics_address,
+      "Serve Prometheus metrics on http://ADDR:PORT/metrics: PORT or :PORT is loopback (127.0.0.1); another "
+      "address only when given (0.0.0.0:9464, [::1]:9464); port 0 picks a free one (logged)");
 
   cli::ProfileOptions profile;
   CLI::App* profile_command = app.add_subcommand(
@@ -141,6 +145,10 @@ int main(int argc, char** argv) {
     }
     if (*collector_command) {
       if (!slow_peer_text.empty()) collector.slow_peer_timeout_ns = *cli::parseDuration(slow_peer_text);
+      if (metrics_option->count() > 0 && collector.metrics_address.empty()) {
+        std::cerr << "gapwatch: --metrics: give PORT, HOST:PORT or [IPv6]:PORT (see gapwatch --help)\n";
+        return cli::kExitUsage;
+      }
       if (collector.slow_peer_timeout_ns == 0) {
         std::cerr << "gapwatch: --slow-peer-timeout must be more than 0 (see gapwatch --help)\n";
         return cli::kExitUsage;
