@@ -96,6 +96,11 @@ std::string padLeft(std::string text, std::size_t width) {
   return text + ' ';
 }
 
+std::string trimmed(std::string text) {
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
 // "[####      ]", the share of kBarCells cells, rounded.
 std::string bar(uint64_t window_ns, double fraction) {
   const double clamped = std::clamp(fraction, 0.0, 1.0);
@@ -153,10 +158,10 @@ std::vector<std::string> terminalView(const WatchStatus& status, const WatchView
                   formatDuration(status.uptime_ns) + "  " + processesText(t));
   lines.emplace_back();
   const std::string idle_heading = padLeft("IDLE", kIdle) + std::string(kBarCells + 2, ' ') + ' ';
-  lines.push_back(style.bold(pad("RANK", kRank) + pad("PID", kPid) + pad("STATE", kState) + idle_heading +
-                             pad("TOP CAUSE", kCause) + padLeft("STEP", kStep) + padLeft("SYNC/STEP", kSyncs) +
-                             padLeft("LAUNCHES", kLaunches) + padLeft("NCCL", kNccl) + padLeft("EVENTS", kEvents) +
-                             padLeft("DROPS", kDrops)));
+  lines.push_back(style.bold(trimmed(pad("RANK", kRank) + pad("PID", kPid) + pad("STATE", kState) + idle_heading +
+                                     pad("TOP CAUSE", kCause) + padLeft("STEP", kStep) + padLeft("SYNC/STEP", kSyncs) +
+                                     padLeft("LAUNCHES", kLaunches) + padLeft("NCCL", kNccl) +
+                                     padLeft("EVENTS", kEvents) + padLeft("DROPS", kDrops))));
   std::size_t rows = status.processes.size();
   std::size_t shown = rows;
   if (options.height > 0) {
@@ -166,7 +171,7 @@ std::vector<std::string> terminalView(const WatchStatus& status, const WatchView
   if (status.processes.empty()) lines.push_back(style.dim("no process has connected yet"));
   for (std::size_t i = 0; i < shown; ++i) {
     const WatchProcess& p = status.processes[i];
-    const std::string drops = padLeft(formatCount(p.drops), kDrops);
+    const std::string drops = trimmed(padLeft(formatCount(p.drops), kDrops));
     lines.push_back(pad(rankText(p), kRank) + pad(std::to_string(p.pid), kPid) +
                     pad(p.running ? "running" : "ended", kState) +
                     padLeft(idleText(p.window_ns, p.idle_fraction), kIdle) +

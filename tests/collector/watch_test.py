@@ -190,28 +190,35 @@ class WatchTerminalTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout
 
-    def capture(self):
-        return self.tmux("capture-pane", "-p", "-t", "watch")
+    def capture(self, session="watch"):
+        return self.tmux("capture-pane", "-p", "-t", session)
 
-    def wait_capture(self, predicate, what):
+    def wait_capture(self, predicate, what, session="watch"):
         deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
-            screen = self.capture()
+            screen = self.capture(session)
             if predicate(screen):
                 return screen
             time.sleep(0.2)
-        raise AssertionError("the pane never showed %s:\n%s" % (what, self.capture()))
+        raise AssertionError("the pane never showed %s:\n%s" % (what, self.capture(session)))
 
-    def test_redrawn_in_place_and_the_terminal_given_back_on_ctrl_c(self):
-        collector = Collector(self.dir)
-        sim = subprocess.Popen([gwtest.SIM, LONG_JOB, "--quiet"], env=sim_env(collector),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    def start_watch(self, collector, session="watch"):
         # The shell catches SIGINT itself (a handler, which exec resets for watch) so that it lives
         # on after Ctrl-C and says how watch ended and what the terminal's modes are.
         script = ("trap true INT; %s watch --socket %s; echo \"watch exited $?\"; "
                   "echo \"modes: $(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | "
                   "tr '\\n' ' ')\"; exec sleep %d" % (gwtest.GAPWATCH, collector.socket, HANG * 10))
-        self.tmux("new-session", "-d", "-s", "watch", "-x", "160", "-y", "40", "sh", "-c", script)
+        self.tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "40", "sh", "-c", script)
+
+    def screen_modes(self, session="watch"):
+        """[alternate screen on, cursor shown] of the pane, as tmux says."""
+        return self.tmux("display-message", "-p", "-t", session, "#{alternate_on} #{cursor_flag}").split()
+
+    def test_redrawn_in_place_and_the_terminal_given_back_on_ctrl_c(self):
+        collector = Collector(self.dir)
+        sim = subprocess.Popen([gwtest.SIM, LONG_JOB, "--quiet"], env=sim_env(collector),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.start_watch(collector)
         rows = re.compile(r"^(?P<rank>\d+)\s+\d+\s+running\s+\d+\.\d% \[[# ]{10}\] (?P<top>\S+)", re.M)
 
         def ranks_with_causes(screen):
@@ -228,21 +235,40 @@ class WatchTerminalTest(unittest.TestCase):
         self.wait_capture(lambda s: uptime.search(s) is not None and uptime.search(s).group(1) != first,
                           "a refresh (the uptime moving on from %s)" % first)
         # Drawn on the alternate screen with the cursor hidden...
-        self.assertEqual(self.tmux("display-message", "-p", "-t", "watch", "#{alternate_on} #{cursor_flag}").split(),
-                         ["1", "0"])
+        self.assertEqual(self.screen_modes(), ["1", "0"])
         self.tmux("send-keys", "-t", "watch", "C-c")
         screen = self.wait_capture(lambda s: "modes: " in s, "watch ending")
         # ...and given back: normal screen, cursor shown, line editing and echo on again.
         self.assertIn("watch exited 0", screen)
         self.assertIn("modes: icanon echo", screen)
-        self.assertEqual(self.tmux("display-message", "-p", "-t", "watch", "#{alternate_on} #{cursor_flag}").split(),
-                         ["0", "1"])
+        self.assertEqual(self.screen_modes(), ["0", "1"])
         # The last picture stays on the normal screen, without the key hint.
         self.assertRegex(screen, r"(?m)^[01]\s+\d+\s+running")
         self.assertNotIn("q or Ctrl-C: quit", screen)
         _, err = sim.communicate(timeout=HANG * 3)
         self.assertEqual(sim.returncode, 0, err)
         self.assertEqual(collector.stop(), 0)
+
+    def test_q_ends_it_and_so_does_the_collector_stopping(self):
+        collector = Collector(self.dir)
+        self.start_watch(collector)
+        self.wait_capture(lambda s: "0 processes (0 running, 0 ended)" in s, "the view")
+        self.assertEqual(self.screen_modes(), ["1", "0"])
+        self.tmux("send-keys", "-t", "watch", "q")
+        screen = self.wait_capture(lambda s: "modes: " in s, "watch ending on q")
+        self.assertIn("watch exited 0", screen)
+        self.assertIn("modes: icanon echo", screen)
+        self.assertEqual(self.screen_modes(), ["0", "1"])
+
+        self.start_watch(collector, "again")
+        self.wait_capture(lambda s: "no process has connected yet" in s, "the view", "again")
+        self.assertEqual(collector.stop(), 0)
+        screen = self.wait_capture(lambda s: "modes: " in s, "watch ending with the collector", "again")
+        self.assertIn("gapwatch watch: the collector at %s closed the connection (it stopped)" % collector.socket,
+                      screen)
+        self.assertIn("watch exited 0", screen)
+        self.assertIn("modes: icanon echo", screen)
+        self.assertEqual(self.screen_modes("again"), ["0", "1"])
 
 
 class FakePeer:
