@@ -51,7 +51,9 @@ void CorrelationIndex::expire(uint64_t now_ns) {
     // old_ holds the earlier entries: it goes first.
     RingQueue<std::pair<uint64_t, uint64_t>>& entries = old_.empty() ? young_ : old_;
     if (entries.empty() || entries.front().first + max_age_ns_ >= now_ns) break;
-    const auto [enter_ns, id] = entries.front();
+    // Plain variables, not a structured binding: clang before 16 cannot capture one (the fuzz tree).
+    const uint64_t enter_ns = entries.front().first;
+    const uint64_t id = entries.front().second;
     entries.pop_front();
     // The id may have been matched already, or replaced by a later call of the same id.
     if (!calls_.eraseIf(id, [enter_ns](const QueuingCall& call) { return call.enter_ns == enter_ns; })) continue;

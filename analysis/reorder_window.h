@@ -126,7 +126,8 @@ class ReorderWindow {
     return (a.time_ns == b.time_ns) & (a.rank == b.rank) & (a.tie == b.tie);
   }
   static bool headBefore(const OrderKey& a, uint64_t a_sequence, const OrderKey& b, uint64_t b_sequence) {
-    return keyBefore(a, b) | (keyEqual(a, b) & (a_sequence < b_sequence));
+    // As ints: clang warns of | and & on bools, meant here (no branches).
+    return (int(keyBefore(a, b)) | (int(keyEqual(a, b)) & int(a_sequence < b_sequence))) != 0;
   }
   static OrderKey keyOf(const ApiCallEvent& call);
   static OrderKey keyOf(const DeviceActivityEvent& activity);

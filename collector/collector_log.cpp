@@ -25,5 +25,6 @@ spdlog::logger& logger() {
 
 void logInfo(const std::string& line) { logger().info(line); }
 void logWarning(const std::string& line) { logger().warn("warning: " + line); }
+void silenceLog() { logger().set_level(spdlog::level::off); }
 
 }  // namespace gapwatch::collector

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -72,13 +74,35 @@ bool OutputSink::send_pending() {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     if (n <= 0) return false;  // EPIPE, ECONNRESET: the collector is gone
     front_sent_ += size_t(n);
-    if (front_sent_ == front.size()) {  // taken whole: the collector has it, the file never will
+    if (front_sent_ == front.size()) {  // in the socket whole: kept until the collector has read it
       pending_bytes_ -= front.size();
+      unread_bytes_ += front.size();
+      unread_.push_back(std::move(pending_.front()));
       pending_.pop_front();
       front_sent_ = 0;
     }
   }
+  forget_read_frames();
   return true;
+}
+
+size_t OutputSink::unread_in_socket() const {
+  // For a Unix stream socket SIOCOUTQ is what the peer has not read yet, counted with the
+  // kernel's per-buffer overhead: never less than the unread bytes, and 0 once all are read.
+  int queued = 0;
+  if (::ioctl(fd_, SIOCOUTQ, &queued) != 0 || queued < 0) return SIZE_MAX;  // unknown: keep all
+  return size_t(queued);
+}
+
+void OutputSink::forget_read_frames() {
+  if (unread_.empty()) return;
+  const size_t queued = unread_in_socket();
+  // The socket holds the last `queued` bytes sent (an over-estimate): frames wholly before them
+  // have been read by the collector.
+  while (!unread_.empty() && unread_bytes_ + front_sent_ - unread_.front().size() >= queued) {
+    unread_bytes_ -= unread_.front().size();
+    unread_.pop_front();
+  }
 }
 
 bool OutputSink::fall_back(const char* why) {
@@ -86,9 +110,14 @@ bool OutputSink::fall_back(const char* why) {
   fd_ = -1;
   socket_ = false;
   fell_back_because_ = why;
+  // Frames in the socket that the collector may not have read (a collector killed loses what its
+  // socket still held), then those never sent. Some of the first may be in the collector's
+  // recording as well: better twice, in two files, than lost.
   std::deque<std::string> frames;
-  frames.swap(pending_);
-  pending_bytes_ = front_sent_ = 0;
+  frames.swap(unread_);
+  for (auto& f : pending_) frames.push_back(std::move(f));
+  pending_.clear();
+  pending_bytes_ = front_sent_ = unread_bytes_ = 0;
   if (fallback_path_.empty() || !open_file(fallback_path_)) {
     failed_ = true;
     return false;
@@ -133,9 +162,14 @@ void OutputSink::close() {
       pollfd p{fd_, POLLOUT, 0};
       poll(&p, 1, 10);
     }
+    // Then until it has read everything: what it never reads (it dies now) goes to the file.
+    for (int waited = 0; pending_.empty() && !unread_.empty() && waited < kExitDrainMs; ++waited) {
+      forget_read_frames();
+      if (!unread_.empty()) usleep(1000);
+    }
     if (!pending_.empty() && !send_pending()) {
       fall_back("gone");
-    } else if (!pending_.empty()) {
+    } else if (!pending_.empty() || !unread_.empty()) {
       fall_back("stalled");
     }
   }

@@ -9,9 +9,11 @@
 // take at once waits in a bounded buffer of whole frames (kPendingLimit), sent on the next write.
 // When the buffer would overflow, or the collector is gone (EPIPE, ECONNRESET), or the stream
 // cannot be drained within kExitDrainMs at close, the sink falls back to the local .gwt file: the
-// file header, a copy of the stream's Hello, then every frame the collector has not taken whole
-// (the one it got only part of included), and from then on everything. No event is lost while
-// the disk has room; the recorder says once where the rest went.
+// file header, a copy of the stream's Hello, then every frame the collector may not have read
+// (those still in the socket: a collector killed loses them; the one it got only part of
+// included), and from then on everything. No event is lost while the disk has room (a batch or
+// two may be in both files, with the same sequence numbers); the recorder says once where the
+// rest went.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +50,10 @@ class OutputSink {
   // Sends as much of pending_ as the socket takes now; false when the collector is gone.
   bool send_pending();
   bool fall_back(const char* why);
+  // Bytes the collector has not read yet (SIOCOUTQ), SIZE_MAX when unknown.
+  size_t unread_in_socket() const;
+  // Drops from unread_ the frames the collector has read.
+  void forget_read_frames();
 
   int fd_ = -1;
   bool socket_ = false;
@@ -58,6 +64,10 @@ class OutputSink {
   std::deque<std::string> pending_;   // whole frames not yet taken whole by the collector
   size_t pending_bytes_ = 0;
   size_t front_sent_ = 0;             // bytes of the first pending frame the collector already has
+  // Frames sent whole that the collector may not have read yet: a collector killed loses what
+  // its socket holds. Bounded by the socket's buffers, trimmed after every send.
+  std::deque<std::string> unread_;
+  size_t unread_bytes_ = 0;
 };
 
 }  // namespace gapwatch

@@ -26,7 +26,7 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fuzz_dir="${GAPWATCH_FUZZ_BUILD_DIR:-${GAPWATCH_BUILD_DIR:-$repo_root/build}-fuzz}"
 jobs="${JOBS:-$(nproc)}"
-targets=(frame_decoder stream_decoder_fast_path recording_reader scenario_parser)
+targets=(frame_decoder stream_decoder_fast_path recording_reader scenario_parser collector_connection)
 # A single input running this long is a hang (a normal one takes milliseconds, under ASan, on a slow
 # machine); libFuzzer then saves it as artifacts/<target>/timeout-*.
 per_input_timeout_s=25

@@ -4,8 +4,9 @@ whole recordings into one `gapwatch collector`? (issue 10, the collector's core;
 
 Starts `gapwatch collector` on a private socket, runs four small CUDA jobs at once under
 LD_PRELOAD with GAPWATCH_SOCKET set, stops the collector with SIGTERM once they have ended, then checks
-each .gwt it wrote: `gapwatch dump --json` counts per event type against the Goodbye's totals, and
-`gapwatch report --json` reads it. Writes OUT/collector_check.json, OUT/collector.log and keeps
+each .gwt it wrote: `gapwatch dump --json` counts per event type against the Goodbye's totals,
+`gapwatch report --json` reads it, and the report the collector computed live (<base>.report.json)
+is the same text; and that the run's report (gapwatch-report.json) was written. Writes OUT/collector_check.json, OUT/collector.log and keeps
 the recordings in OUT/recordings/. Exits 0 when the harness worked, whatever it found.
 --self-test replaces the jobs with stand-ins that write a Hello and a Goodbye to the socket
 themselves (no torch, no GPU, no libgapwatch): it checks the harness, not the library."""
@@ -65,6 +66,7 @@ def main():
     ap.add_argument("--lib", default=os.environ.get("GAPWATCH_LIB", os.path.join(REPO, "build", "lib", "libgapwatch.so")))
     ap.add_argument("--gapwatch", default=os.environ.get("GAPWATCH_BIN", os.path.join(REPO, "build", "bin", "gapwatch")))
     args = ap.parse_args()
+    args.gapwatch = os.path.abspath(args.gapwatch)  # the reports run in the recordings' directory
     start = time.monotonic()
     left = lambda: max(1.0, args.budget - (time.monotonic() - start))  # noqa: E731
     out = os.path.abspath(args.out)
@@ -102,7 +104,7 @@ def main():
         time.sleep(0.1)
     collector.terminate()
     result["collector_exit"] = collector.wait(timeout=10)
-    for name in sorted(os.listdir(recordings)):
+    for name in sorted(n for n in os.listdir(recordings) if n.endswith(".gwt")):
         path = os.path.join(recordings, name)
         entry = {"file": name}
         d = subprocess.run([args.gapwatch, "dump", "--json", path], capture_output=True, text=True, timeout=left())
@@ -120,15 +122,25 @@ def main():
                 counts.get(t, 0) == bye.get(k, 0)
                 for t, k in (("api_call", "api_calls"), ("activity", "activities"), ("nccl_call", "nccl_calls"),
                              ("marker", "markers")))
-        r = subprocess.run([args.gapwatch, "report", "--json", path], capture_output=True, text=True, timeout=left())
+        # Run where the collector wrote it, with the bare name: its live report names the file so.
+        r = subprocess.run([args.gapwatch, "report", "--json", name], capture_output=True, text=True, timeout=left(),
+                           cwd=recordings)
         entry["report_exit"] = r.returncode
+        live = os.path.join(recordings, name[:-len(".gwt")] + ".report.json")
+        if os.path.exists(live):
+            with open(live) as f:
+                entry["live_report_equals_offline"] = f.read() == r.stdout
         result["recordings"].append(entry)
     result["seconds"] = round(time.monotonic() - start, 1)
     with open(os.path.join(out, "collector_check.json"), "w") as f:
         json.dump(result, f, indent=1)
     ok = [r for r in result["recordings"] if r.get("counts_match_goodbye") and r["report_exit"] == 0]
-    print("collector_check: %d job(s), %d recording(s), %d whole and readable, collector exit %s, %.1f s" %
-          (len(jobs), len(result["recordings"]), len(ok), result["collector_exit"], result["seconds"]))
+    same = [r for r in result["recordings"] if r.get("live_report_equals_offline")]
+    result["run_report_written"] = os.path.exists(os.path.join(recordings, "gapwatch-report.json"))
+    print("collector_check: %d job(s), %d recording(s), %d whole and readable, %d live report(s) equal to "
+          "the offline one, run report %s, collector exit %s, %.1f s" %
+          (len(jobs), len(result["recordings"]), len(ok), len(same),
+           "written" if result["run_report_written"] else "missing", result["collector_exit"], result["seconds"]))
     return 0
 
 

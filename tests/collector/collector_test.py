@@ -467,6 +467,39 @@ class CollectorTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(collector.output, "gapwatch-%s-951.gwt" % ("x" * 64))))
 
     @unittest.skipUnless(os.geteuid() == 0, "needs root to become another user")
+    def test_status_stream_shows_each_process_as_its_report_does(self):
+        collector = Collector(self.dir)
+        env = gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket})
+        r = gwtest.run([gwtest.SIM, os.path.join(gwtest.SCENARIOS, "nccl-bound.json"), "--quiet"], env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        collector.wait_log("closed (ended)", 2)
+        watcher = collector.connect()
+        watcher.sendall(frame(5, b""))  # Frame.status_request
+        watcher.settimeout(HANG)
+        lines = b""
+        while lines.count(b"\n") < 2:  # the first at once, the next a second later
+            chunk = watcher.recv(65536)
+            self.assertTrue(chunk, "the collector closed the status stream")
+            lines += chunk
+        first, second = [json.loads(l) for l in lines.split(b"\n")[:2]]
+        self.assertEqual(first["version"], 1)
+        self.assertGreater(second["uptime_ns"], first["uptime_ns"])
+        self.assertEqual([p["rank"] for p in first["processes"]], [0, 1])
+        for p in first["processes"]:
+            self.assertEqual(p["state"], "ended")
+            with open(os.path.join(collector.output, p["file"][:-len(".gwt")] + ".report.json")) as f:
+                [reported] = json.load(f)["processes"]
+            devices = reported["devices"]
+            self.assertEqual(p["idle_ns"], sum(d["idle_ns"] for d in devices))
+            for cause, ns in p["idle_by_cause_ns"].items():
+                self.assertEqual(ns, sum(d["idle_by_cause"][cause] for d in devices), cause)
+            self.assertEqual(p["top_cause"], max(p["idle_by_cause_ns"], key=p["idle_by_cause_ns"].get))
+            self.assertGreater(p["events"], 0)
+        self.assertNotIn("refused", collector.log())
+        watcher.close()
+        self.assertEqual(collector.stop(), 0)
+        self.assertEqual(len(collector.recordings()), 2, "a watcher gets no recording")
+
     def test_peer_of_another_uid_is_refused(self):
         collector = Collector(self.dir)
         child = os.fork()
