@@ -344,6 +344,14 @@ class WatchBadPeerTest(unittest.TestCase):
         s.close()
         self.one_line_failure(watch(dead), "cannot connect to " + dead, "no collector is listening there")
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to become another user")
+    def test_a_collector_of_another_user(self):
+        collector = Collector(self.dir)  # its socket's directory is 0700, root's
+        r = subprocess.run([gwtest.GAPWATCH, "watch", "--socket", collector.socket], user=65534, capture_output=True,
+                           text=True, timeout=HANG)
+        self.one_line_failure(r, "cannot connect to " + collector.socket, "permission denied")
+        self.assertEqual(collector.stop(), 0)
+
     def test_a_peer_that_sends_garbage(self):
         for garbage, reason in ((b"garbage, not JSON\n", "(not JSON)"), (bytes(range(256)) * 8, "(not JSON)"),
                                 (b"{}\n", "(version is missing)"),
