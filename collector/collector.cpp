@@ -281,6 +281,10 @@ class Collector {
   // What each peer has already sent is read and its whole frames written before its file closes.
   void stop() {
     const auto now = Clock::now();
+    // A process that connected, sent everything and exited just before the stop may still wait
+    // in the listen backlog (the signal is handled before the accept in the same loop turn);
+    // `gapwatch profile` stops its collector right after the last process exits.
+    acceptAll(now);
     for (std::size_t i = 0; i < connections_.size(); ++i) {
       if (!connections_[i]) continue;
       if (!connections_[i]->readAvailable(now, kReadsAtStop)) {

@@ -19,24 +19,24 @@ scripts/setup.sh
   "built yet, so there is nothing to demonstrate"
 mkdir -p "$out"
 truth="$out/data-bound.truth.json"
-recording="$out/data-bound.gwt"
+profile_dir="$out/profile"
 lib="$build_dir/lib/libgapwatch.so"
 [[ -f "$lib" ]] || die "$lib is missing: the build did not produce the recording library"
-rm -f "$recording"
+# gapwatch profile wants a new or empty directory: this run's recordings only.
+rm -rf "$profile_dir"
 
 echo "gapwatch demo: a training loop whose GPU waits on its data pipeline (simulated GPU)"
 echo "scenario: $scenario"
 echo
-echo "1. The job runs under gapwatch, with no change to it:"
-echo "   LD_PRELOAD=$lib gapwatch-sim $scenario"
+echo "1. The job runs under gapwatch, with no change to it; gapwatch prints what it measured:"
+echo "   gapwatch profile -o $profile_dir -- gapwatch-sim $scenario"
+echo
 # GAPWATCH_CUPTI_PATH: the simulated CUPTI. On a real machine gapwatch finds the process's own.
-LD_PRELOAD="$lib" GAPWATCH_OUTPUT="$recording" \
-  GAPWATCH_CUPTI_PATH="$build_dir/simcuda/lib/libcupti.so.13" \
-  "$sim" "$scenario" --truth "$truth" --quiet
+GAPWATCH_CUPTI_PATH="$build_dir/simcuda/lib/libcupti.so.13" \
+  "$build_dir/bin/gapwatch" profile -o "$profile_dir" -- "$sim" "$scenario" --truth "$truth" --quiet
 echo
-echo "2. What gapwatch measured:  gapwatch report $recording"
-echo
-"$build_dir/bin/gapwatch" report "$recording"
+echo "2. The recording and that report stay in $profile_dir/ (gapwatch-report.txt, .json);"
+echo "   gapwatch report $profile_dir/*.gwt draws the report again from the recording."
 echo
 echo "3. What the simulator knows it did (the ground truth, $truth):"
 echo

@@ -6,6 +6,7 @@
 #include "tools/dump_command.h"
 #include "tools/duration_text.h"
 #include "tools/exit_codes.h"
+#include "tools/profile_command.h"
 #include "tools/report_command.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
@@ -111,6 +112,16 @@ int main(int argc, char** argv) {
       ->check(duration_check)
       ->default_str("30s");
 
+  cli::ProfileOptions profile;
+  CLI::App* profile_command = app.add_subcommand(
+      "profile", "Run a command and every process it starts under gapwatch, then print the run's report");
+  profile_command->add_option("-o,--output-dir", profile.output_dir,
+                              "Where the recordings go: a new or empty directory (default: "
+                              "gapwatch-profile-<YYYYmmdd-HHMMSS> in the current directory)");
+  profile_command->add_flag("--json", profile.json, "Print the report as one JSON document (docs/report-json.md)");
+  profile_command->add_flag("--watch", profile.watch, "Show the live view while the command runs (gapwatch watch)");
+  profile_command->add_option("CMD", profile.command, "The command and its arguments, after --")->required();
+
   cli::WatchOptions watch;
   CLI::App* watch_command = app.add_subcommand(
       "watch", "Live view of a running collector: per process idle %, top cause, step time, syncs, drops");
@@ -151,6 +162,10 @@ int main(int argc, char** argv) {
         cli::writeReportJson(content, out);
       };
       return gapwatch::collector::runCollector(collector);
+    }
+    if (*profile_command) {
+      profile.colour = cli::colourWanted(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
+      return cli::runProfile(profile, std::cout, std::cerr);
     }
   } catch (const std::exception& e) {
     std::cerr << "gapwatch: internal error: " << e.what() << '\n';

@@ -138,16 +138,35 @@ ClockMap read_clock(CUpti_TimestampCallbackFunc cb) {
   return best;
 }
 
+// A rate is measured over at least this long: a reading is off by up to the time it took (a
+// preemption between its clock reads on a busy machine: tens of microseconds), which over 1 ms
+// was a 5% error in a duration (cupti_sharing_test saw one kernel 5% too long under load).
+constexpr uint64_t kRateIntervalNs = 20000000;
+
+// The anchor of a newly registered clock, with a first rate from a second reading kRateIntervalNs
+// later (the registering call waits that once), for the records stamped before the interval.
+ClockMap anchor_with_rate(CUpti_TimestampCallbackFunc cb) {
+  ClockMap anchor = read_clock(cb);
+  const uint64_t until = anchor.mono + kRateIntervalNs;
+  while (now_ns() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const ClockMap later = read_clock(cb);
+  anchor.rate = double(int64_t(later.target - anchor.target)) / double(int64_t(later.mono - anchor.mono));
+  return anchor;
+}
+
 ClockMap clock_map() {
   CUpti_TimestampCallbackFunc cb = g_timestamp_cb.load();
   ClockMap now = read_clock(cb);
   std::lock_guard<std::mutex> lock(g_clock_mu);
   if (!g_anchor.mono || g_anchor_cb != cb) {
+    // Not set at registration (the default clock, or a callback unregistered): measured later.
     g_anchor = now;
     g_anchor_cb = cb;
+    g_anchor.rate = 1.0;
     return now;  // rate 1 until there is a second reading
   }
-  if (now.mono - g_anchor.mono > 1000000)
+  now.rate = g_anchor.rate;
+  if (now.mono - g_anchor.mono > kRateIntervalNs)
     now.rate = double(int64_t(now.target - g_anchor.target)) / double(int64_t(now.mono - g_anchor.mono));
   // A clock of nanoseconds (CLOCK_REALTIME, CLOCK_MONOTONIC: the same rate but for NTP's slewing,
   // under 500 ppm) keeps durations exactly; only another unit (TSC ticks) is scaled.
@@ -547,7 +566,11 @@ CUPTI_EXPORT CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable) {
 }
 
 CUPTI_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback) {
+  const ClockMap anchor = callback ? anchor_with_rate(callback) : ClockMap{};
+  std::lock_guard<std::mutex> lock(g_clock_mu);
   g_timestamp_cb.store(callback);
+  g_anchor = anchor;
+  g_anchor_cb = callback;
   return CUPTI_SUCCESS;
 }
 
