@@ -27,6 +27,7 @@ packages=(
   strace                                    # counts the launching thread's system calls (hot-path test)
   ccache                                    # rebuilds after a branch switch or in a fresh clone's build/
   stress-ng                                 # the competing load of scripts/test-under-load.sh
+  tmux                                      # the real-terminal test of gapwatch watch (tests/collector/watch_test.py)
   clang libfuzzer-14-dev                    # the fuzz targets of tests/fuzz (scripts/fuzz.sh)
   libmicrohttpd-dev                         # the collector's Prometheus endpoint (--metrics)
   prometheus                                # a real Prometheus server scrapes it in tests/collector

@@ -10,6 +10,7 @@
 #include "tools/report_command.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
+#include "tools/watch_command.h"
 
 #include <gapwatch/recording_format.h>
 
@@ -125,6 +126,13 @@ int main(int argc, char** argv) {
   profile_command->add_flag("--watch", profile.watch, "Show the live view while the command runs (gapwatch watch)");
   profile_command->add_option("CMD", profile.command, "The command and its arguments, after --")->required();
 
+  cli::WatchOptions watch;
+  CLI::App* watch_command = app.add_subcommand(
+      "watch", "Live view of a running collector: per process idle %, top cause, step time, syncs, drops");
+  watch_command->add_option("--socket", watch.socket_path,
+                            "The collector's socket (default: the collector's default, as for gapwatch collector)");
+  watch_command->add_flag("--once", watch.once, "Print one status and exit");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -143,6 +151,7 @@ int main(int argc, char** argv) {
       report.colour = cli::colourWanted(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
       return cli::runReport(report, std::cout, std::cerr);
     }
+    if (*watch_command) return cli::runWatch(watch);
     if (*collector_command) {
       if (!slow_peer_text.empty()) collector.slow_peer_timeout_ns = *cli::parseDuration(slow_peer_text);
       if (metrics_option->count() > 0 && collector.metrics_address.empty()) {
