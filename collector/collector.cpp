@@ -308,6 +308,8 @@ class Collector {
       }
     }
     connections_.clear();
+    // A last status, every process ended: the live view's final picture is the report's numbers.
+    sendStatus(now, nullptr);
     watchers_.clear();
     writeRunReport();
   }

@@ -198,6 +198,7 @@ class Session {
 
   ~Session() {
     stopCollector();
+    waitForWatch();
     if (!socket_dir_.empty()) {
       ::unlink(socket_path_.c_str());  // the collector removes it; not one that died
       ::rmdir(socket_dir_.c_str());
@@ -238,9 +239,11 @@ class Session {
       result_.exit_code = 128 + early;
       return result_;
     }
+    startWatch();
     if (!startCommand()) return result_;
     waitForJob();
     stopCollector();
+    waitForWatch();
     return result_;
   }
 
@@ -275,6 +278,33 @@ class Session {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return true;
+  }
+
+  // --watch: the live view in a child of its own, in this process group (the terminal's), from
+  // before the command starts until the collector stops (the view then ends by itself). Not one of
+  // the job's processes: the wait for the job leaves it out.
+  void startWatch() {
+    if (!options_.watch) return;
+    std::cout.flush();
+    std::cerr.flush();
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      err_ << kPrefix << "warning: no live view (fork: " << strerror(errno) << ")\n";
+      return;
+    }
+    if (pid == 0) {
+      ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+      ::_exit(options_.watch(socket_path_));
+    }
+    watch_ = pid;
+  }
+
+  void waitForWatch() {
+    if (watch_ <= 0) return;
+    int status = 0;
+    while (::waitpid(watch_, &status, 0) < 0 && errno == EINTR) {
+    }
+    watch_ = -1;
   }
 
   bool startCommand() {
@@ -355,6 +385,8 @@ class Session {
       if (pid == command_) {
         *command_alive = false;
         result_.exit_code = shellCode(status);
+      } else if (pid == watch_) {
+        watch_ = -1;  // ended early (q, Ctrl-C): the job goes on
       } else if (pid == collector_) {
         collector_ = -1;
         err_ << kPrefix << "warning: the collector exited early (status " << shellCode(status) << ", see "
@@ -366,7 +398,10 @@ class Session {
   // This process's children but the collector: what is left of the job once the command has gone.
   std::optional<std::set<pid_t>> tracedChildren() const {
     auto children = childrenOfThisProcess();
-    if (children) children->erase(collector_);
+    if (children) {
+      children->erase(collector_);
+      children->erase(watch_);
+    }
     return children;
   }
 
@@ -408,6 +443,7 @@ class Session {
   std::string socket_dir_;
   std::string socket_path_;
   pid_t collector_ = -1;
+  pid_t watch_ = -1;
   pid_t command_ = -1;
   ProfileSessionResult result_;
 };

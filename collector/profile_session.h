@@ -16,10 +16,13 @@
 //     SIGTERM, SIGHUP and SIGQUIT to the command (once it has exited: to the descendants left);
 //  5. SIGTERM to the collector, which then reads what every peer sent, closes the files and
 //     writes the run's report (gapwatch-report.txt, .json) in the output directory.
+// With --watch, a child runs the live view (`gapwatch watch`) on the private socket from before
+// the command starts; it is not one of the job's processes, and it ends when the collector stops.
 #pragma once
 
 #include "collector/collector.h"
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,6 +36,9 @@ struct ProfileSessionOptions {
   // The private collector's options (its report writers, the analysis's knobs); its socket and
   // output directory are the session's.
   CollectorOptions collector;
+  // --watch: called in a child of its own with the private socket once the collector listens
+  // (gapwatch watch's entry point); returns its exit code. Unset: no live view.
+  std::function<int(const std::string& socket)> watch;
 };
 
 struct ProfileSessionResult {

@@ -6,6 +6,7 @@
 #include "tools/report_command.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
+#include "tools/watch_command.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <system_error>
 
@@ -144,7 +146,6 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   }
   const auto library = findInjectedLibrary(err);
   if (!library) return kExitUsage;
-  if (options.watch) err << kPrefix << "--watch is not built yet\n";
 
   collector::ProfileSessionOptions session;
   session.output_dir = options.output_dir.empty() ? defaultOutputDir() : options.output_dir;
@@ -159,6 +160,16 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   session.collector.write_json_report = [](const analysis::RunReport& content, std::ostream& json) {
     writeReportJson(content, json);
   };
+  if (options.watch) {
+    session.watch = [](const std::string& socket) {
+      WatchOptions watch;
+      watch.socket_path = socket;
+      const int code = runWatch(watch);
+      std::cout.flush();  // the child ends with _exit, which flushes nothing
+      std::cerr.flush();
+      return code;
+    };
+  }
   const collector::ProfileSessionResult result = collector::runProfileSession(session, err);
   if (!result.command_ran) return result.exit_code;
 

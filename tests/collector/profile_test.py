@@ -120,6 +120,22 @@ class ProfileTest(unittest.TestCase):
                 self.assertNotIn("\x1b", r.stdout)  # not a terminal: no colour
         self.assertFalse(os.path.exists(self.stray), "GAPWATCH_OUTPUT reached the job")
 
+    def test_watch_shows_the_job_live_then_the_report(self):
+        out = os.path.join(self.dir, "watched")
+        r = self.profile(["--watch", "-o", out, "--", gwtest.SIM, scenario("nccl-bound"), "--quiet"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_last_line(r, out)
+        # Not a terminal: the view's plain blocks, then the line of the collector stopping, then
+        # the report, the same as without --watch.
+        view, stopped, report = r.stdout.partition("gapwatch watch: the collector at ")
+        self.assertTrue(stopped, r.stdout)
+        self.assertIn(" collector ", view.splitlines()[0])
+        last_block = view[view.rindex("\n20"):]  # blocks begin with a timestamp
+        self.assertIn("  rank 0  ", last_block)
+        self.assertIn("  rank 1  ", last_block)
+        self.assertEqual(last_block.count(" ended "), 2, last_block)
+        self.assertEqual(report.split("\n", 1)[1], self.report(out))
+
     def test_json_report_is_that_of_its_recordings(self):
         for name in ("data-bound", "nccl-bound"):
             with self.subTest(scenario=name):
