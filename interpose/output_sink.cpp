@@ -90,7 +90,9 @@ size_t OutputSink::unread_in_socket() const {
   // For a Unix stream socket SIOCOUTQ is what the peer has not read yet, counted with the
   // kernel's per-buffer overhead: never less than the unread bytes, and 0 once all are read.
   int queued = 0;
-  if (::ioctl(fd_, SIOCOUTQ, &queued) != 0 || queued < 0) return SIZE_MAX;  // unknown: keep all
+  // Unknown (no SIOCOUTQ for this socket): taken as read, as before the library kept copies; else
+  // every exit would wait for it, then copy the stream's tail to the file for nothing.
+  if (::ioctl(fd_, SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
   return size_t(queued);
 }
 
@@ -99,7 +101,10 @@ void OutputSink::forget_read_frames() {
   const size_t queued = unread_in_socket();
   // The socket holds the last `queued` bytes sent (an over-estimate): frames wholly before them
   // have been read by the collector.
-  while (!unread_.empty() && unread_bytes_ + front_sent_ - unread_.front().size() >= queued) {
+  // Beyond kUnreadLimit (far more than a socket buffer holds) they are read whatever the socket
+  // says: the bound on this copy's memory when SIOCOUTQ cannot be had.
+  while (!unread_.empty() && (unread_bytes_ + front_sent_ - unread_.front().size() >= queued ||
+                              unread_bytes_ > kUnreadLimit)) {
     unread_bytes_ -= unread_.front().size();
     unread_.pop_front();
   }

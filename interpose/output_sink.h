@@ -44,13 +44,16 @@ class OutputSink {
 
   static constexpr size_t kPendingLimit = 8 * 1024 * 1024;
   static constexpr int kExitDrainMs = 500;
+  // Sent frames kept until the collector has read them: at most this much (a socket's buffers
+  // hold far less, a few hundred KiB by default).
+  static constexpr size_t kUnreadLimit = 8 * 1024 * 1024;
 
  private:
   bool write_all(int fd, const char* data, size_t size);
   // Sends as much of pending_ as the socket takes now; false when the collector is gone.
   bool send_pending();
   bool fall_back(const char* why);
-  // Bytes the collector has not read yet (SIOCOUTQ), SIZE_MAX when unknown.
+  // Bytes the collector has not read yet (SIOCOUTQ); 0 when the socket cannot say.
   size_t unread_in_socket() const;
   // Drops from unread_ the frames the collector has read.
   void forget_read_frames();
