@@ -27,7 +27,7 @@ from collector_test import GAPWATCHD, HANG, Collector  # noqa: E402
 
 PROMETHEUS = shutil.which("prometheus")
 # About ten seconds of two ranks, so that Prometheus scrapes them several times while they run.
-LONG_SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metrics-long.json")
+LONG_SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios", "metrics-long.json")
 CAUSES = ["host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "dependency"]
 
 

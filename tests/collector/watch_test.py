@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "interpose"))
 import gwtest  # noqa: E402
 from collector_test import Collector, HANG  # noqa: E402
 
-LONG_JOB = os.path.join(HERE, "watch-long.json")  # two ranks, about 10 s
+LONG_JOB = os.path.join(HERE, "scenarios", "watch-long.json")  # two ranks, about 10 s
 # Causes in the analysis's order (analysis/idle_cause.h): process_summary.cpp gives a tie to the first.
 CAUSES = ["host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "dependency"]
 # The StatusRequest frame, byte by byte: length 2, Frame field 5 (length-delimited), empty message.
