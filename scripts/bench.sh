@@ -10,3 +10,4 @@ python3 bench/launch_storm.py --build build      # 4 threads launching back to b
 python3 bench/launch_overhead.py --build build   # bytes per event, on the simulated runtime
 python3 bench/analysis_throughput.py --build build
 python3 bench/live_records.py --build build
+GAPWATCH_BUILD_DIR="$PWD/build" python3 bench/collector_ingest.py   # 8 producers into one collector, live analysis vs offline
