@@ -2,6 +2,7 @@
 it wrote, process by process and for the run; and a collector killed mid-run costs the job nothing.
 
 Timeouts only bound a hang; nothing here asserts how fast anything is."""
+import collections
 import glob
 import json
 import os
@@ -17,6 +18,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "interpose"))
 import gwtest  # noqa: E402
 from collector_test import HANG, Collector, type_counts  # noqa: E402
 from collector_stream_test import batches_in  # noqa: E402
+from recording_matches_truth_test import DEVICE_KINDS, NCCL_OPS, RECORDED_KINDS, rows  # noqa: E402
 
 EIGHT_RANKS = os.path.join(HERE, "scenarios", "nccl-8-ranks.json")
 STEADY = os.path.join(gwtest.BUILD, "bin", "steady_launcher")
@@ -46,10 +48,15 @@ class LiveReportTest(unittest.TestCase):
         # the communicator's init, which no rank leaves before all have joined.
         collector = Collector(self.dir, "--exit-when-idle")
         env = gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket})
-        job = subprocess.run([gwtest.SIM, EIGHT_RANKS, "--quiet"], env=env, capture_output=True, text=True,
-                             timeout=HANG * 3)
+        truth_path = os.path.join(self.dir, "truth.json")
+        job = subprocess.run([gwtest.SIM, EIGHT_RANKS, "--quiet", "--truth", truth_path], env=env, capture_output=True,
+                             text=True, timeout=HANG * 3)
         self.assertEqual(job.returncode, 0, job.stderr)
         self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
+        with open(truth_path) as f:
+            truth = {p["rank"]: p for p in json.load(f)["processes"]}
+        self.assertEqual(sorted(truth), list(range(8)))
+        self.assertTrue(all(p["workers_forked"] == 2 for p in truth.values()), "each rank forked its workers")
         out = collector.output
         files = sorted(glob.glob(os.path.join(out, "*-rank*.gwt")), key=rank_of)
         self.assertEqual([rank_of(f) for f in files], list(range(8)), collector.log())
@@ -65,6 +72,18 @@ class LiveReportTest(unittest.TestCase):
                 self.assertEqual(counts.get(kind, 0), bye[total], "%s: %s" % (name, kind))
             self.assertGreater(counts.get("nccl_call", 0), 0, name)
             self.assertFalse([d for d in bye["drops"] if d["dropped"]], name)
+            # ... and what the simulator says the rank did: its API calls by kind, its NCCL calls
+            # by operation, its device operations.
+            calls = rows(truth[rank_of(f)]["timeline"]["api_calls"])
+            ops = rows(truth[rank_of(f)]["timeline"]["ops"])
+            self.assertEqual(collections.Counter(e["kind"] for e in events if e["type"] == "api_call"),
+                             collections.Counter(RECORDED_KINDS[c["kind"]] for c in calls if c["kind"] in RECORDED_KINDS),
+                             name)
+            self.assertEqual(collections.Counter(e["op"] for e in events if e["type"] == "nccl_call"),
+                             collections.Counter(NCCL_OPS[c["name"]] for c in calls
+                                                 if c["kind"] == "nccl" and c["name"] in NCCL_OPS), name)
+            self.assertEqual(len([e for e in events if e["type"] == "activity" and e["kind"] in DEVICE_KINDS]),
+                             len([o for o in ops if o["kind"] in DEVICE_KINDS]), name)
             # The report the collector computed live, byte for byte the offline one.
             with open(f[:-len(".gwt")] + ".report.json", "rb") as live:
                 self.assertEqual(live.read(), report(["--json", name], out), name)
