@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "analysis/run_analysis.h"
 #include "analysis_test_events.h"
 #include "gwt_test_writer.h"
 
@@ -100,4 +101,44 @@ TEST_CASE("idle cause names are the ground truth's keys") {
   CHECK(std::string(idleCauseName(IdleCause::kCudaApi)) == "cuda_api");
   CHECK(std::string(idleCauseName(IdleCause::kNcclHost)) == "nccl_host");
   CHECK(std::string(idleCauseName(IdleCause::kDependency)) == "dependency");
+}
+
+TEST_CASE("a live snapshot shows what the reordering window has released, and changes nothing") {
+  // The recording above, then a kernel 4 s later: its arrival moves the window (2 s) past the
+  // first two kernels, so a snapshot taken before the end has their gap, and the final analysis
+  // also the long gap before the last kernel.
+  gapwatch::test::GwtBytes bytes = recording(true);
+  gapwatch::test::BatchContents late;
+  late.sequence = 2;
+  late.base_time_ns = ms(5000);
+  late.activities = {kernelAt(ms(5000), ms(5000) + us(50), 3)};
+  bytes.batch(gapwatch::test::encodeBatch(late));
+  const std::string path = tempPath("snapshot");
+  bytes.writeTo(path);
+  ProcessAnalyser process(AnalysisOptions{});
+  StreamDecoder decoder(process);
+  const ReadResult read = readRecordingFile(path, decoder);
+  std::remove(path.c_str());
+  REQUIRE(read.ok());
+
+  const ProcessAnalysis live = process.snapshot();
+  CHECK(live.pid == 4242);
+  REQUIRE(live.rank);
+  CHECK(*live.rank == 1);
+  CHECK(live.events_dropped == 3);
+  REQUIRE(live.devices.size() == 1);
+  CHECK(live.devices[0].kernels == 2);  // the last one is still in the window
+  CHECK(live.devices[0].idle_ns == us(57));
+  CHECK(cause(live.devices[0], IdleCause::kHostCpu) == us(49));
+  CHECK(live.launches.launches == 2);
+  CHECK(live.sync_points[static_cast<std::size_t>(SyncPointKind::kStreamSync)].count == 1);
+  CHECK(live.findings.empty());  // no diagnosis: that needs the whole recording
+
+  // A second snapshot says the same: taking one changed nothing.
+  CHECK(process.snapshot().devices[0].idle_ns == us(57));
+  const ProcessOutcome outcome = process.finish(read, decoder.health());
+  REQUIRE(outcome.analysis.devices.size() == 1);
+  CHECK(outcome.analysis.devices[0].kernels == 3);
+  CHECK(outcome.analysis.devices[0].idle_ns == us(57) + (ms(5000) - (ms(1000) + us(300))));
+  CHECK(outcome.analysis.launches.launches == 2);
 }
