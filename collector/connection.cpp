@@ -191,6 +191,7 @@ FinishedProcess Connection::finishProcess() {
   auto [read, outcome] = live_->finish(raw_offset_, frames_, decoder_.framesSkipped());
   p.read = std::move(read);
   p.outcome = std::move(outcome);
+  decoder_.setTaker(nullptr);  // the decoder must not keep a pointer to what goes now
   live_.reset();
   return p;
 }
