@@ -2,6 +2,7 @@
 #include "analysis/run_analysis.h"
 
 #include "analysis/diagnosis.h"
+#include "reader/kineto_trace.h"
 
 namespace gapwatch::analysis {
 
@@ -81,6 +82,13 @@ RunReport analyseRecordingFiles(const std::vector<std::string>& files, const Ana
   RunAnalysis run(options);
   for (const std::string& file : files) {
     ProcessAnalyser process(options);
+    if (fileLooksLikeKinetoTrace(file)) {
+      // A PyTorch profiler trace, recognised by content (reader/kineto_trace.h): the same analysis.
+      const KinetoReadResult trace = readKinetoTraceFile(file, process);
+      if (on_read) on_read(file, trace.read);
+      run.addProcess(file, trace.read, trace.health, process);
+      continue;
+    }
     StreamDecoder decoder(process);
     const ReadResult read = readRecordingFile(file, decoder);
     if (on_read) on_read(file, read);

@@ -14,7 +14,8 @@
 //   run.addProcess(path, read, decoder.health(), process);
 //   RunReport report = run.finish();
 //
-// analyseRecordingFiles() does exactly that for a list of files.
+// analyseRecordingFiles() does exactly that for a list of files; a file that is a PyTorch profiler
+// (Kineto) trace, recognised by its content, is read by reader/kineto_trace.h instead.
 #pragma once
 
 #include "analysis/analysis_pipeline.h"
@@ -99,7 +100,8 @@ class RunAnalysis {
   std::vector<RankCollectives> collectives_;  // parallel to report_.analysis.processes
 };
 
-// Reads and analyses each file in one pass, in order, then the run. `on_read` (optional) hears how
+// Reads and analyses each file in one pass, in order, then the run. A Kineto trace (gzip magic, or
+// a JSON object) goes through readKinetoTraceFile; anything else through readRecordingFile. `on_read` (optional) hears how
 // each file's read went, as soon as it has been read.
 RunReport analyseRecordingFiles(const std::vector<std::string>& files, const AnalysisOptions& options,
                                 const std::function<void(const std::string&, const ReadResult&)>& on_read = {});

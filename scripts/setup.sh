@@ -21,6 +21,7 @@ packages=(
   cmake ninja-build g++ make pkg-config     # toolchain (ninja builds, make is the fallback)
   libprotobuf-dev protobuf-compiler         # recording schema
   libspdlog-dev nlohmann-json3-dev libcli11-dev libzstd-dev
+  libsimdjson-dev zlib1g-dev                # Kineto (PyTorch profiler) traces: JSON and .json.gz
   catch2                                    # unit tests (Catch2 2.13)
   python3                                   # test and scenario helpers
   binutils                                  # readelf, nm: checks on the injected library's symbols

@@ -91,7 +91,11 @@ int main(int argc, char** argv) {
                    "A shorter gap while the host is outside any CUDA call is launch overhead, a longer one host CPU")
       ->check(duration_check)
       ->default_str("30us");
-  report_command->add_option("FILE", report.files, "One or more .gwt recordings (several: one per rank)")->required();
+  report_command
+      ->add_option("FILE", report.files,
+                   "One or more .gwt recordings or PyTorch profiler (Kineto) traces, .json or .json.gz "
+                   "(several: one per rank)")
+      ->required();
 
   gapwatch::collector::CollectorOptions collector;
   std::string slow_peer_text;

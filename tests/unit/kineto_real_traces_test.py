@@ -1,0 +1,102 @@
+"""`gapwatch report --json` on the real PyTorch profiler (Kineto) traces of ../shared/data/kineto/:
+each is read (no error, not truncated, no late events) and its event counts (kernels, memcpys,
+memsets, launch calls) equal the counts Python's json and gzip find in the same file.
+
+    kineto_real_traces_test.py GAPWATCH REPO_ROOT
+
+The traces are found relative to the repository, at REPO_ROOT/../shared/data/kineto (or where
+GAPWATCH_KINETO_DATA points). Where that directory is missing (a fresh clone elsewhere), the test
+says so and exits 77, which ctest reports as skipped.
+"""
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+
+GAPWATCH, REPO_ROOT = sys.argv[1], sys.argv[2]
+DATA = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(REPO_ROOT, "..", "shared", "data", "kineto")
+
+# The launch calls gapwatch counts (events.launches: kernel and graph launches).
+LAUNCH_NAMES = {
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
+    "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel", "cudaGraphLaunch", "cuGraphLaunch",
+}
+
+
+def base_name(name):
+    name = re.sub(r"_(ptsz|ptds).*$", "", name)
+    return re.sub(r"_v[0-9]+$", "", name)
+
+
+def expected_counts(path):
+    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        trace = json.load(f)
+    counts = {"kernels": 0, "memcpys": 0, "memsets": 0, "launches": 0, "rank": None}
+    counts["rank"] = trace.get("distributedInfo", {}).get("rank")
+    for e in trace["traceEvents"]:
+        if e.get("ph") != "X":
+            continue
+        cat = e.get("cat")
+        if cat == "kernel":
+            counts["kernels"] += 1
+        elif cat == "gpu_memcpy":
+            counts["memcpys"] += 1
+        elif cat == "gpu_memset":
+            counts["memsets"] += 1
+        elif cat in ("cuda_runtime", "cuda_driver") and base_name(e.get("name", "")) in LAUNCH_NAMES:
+            counts["launches"] += 1
+    return counts
+
+
+def main():
+    if not os.path.isdir(DATA):
+        print(f"skipped: no Kineto traces at {os.path.normpath(DATA)} (the shared data sits beside the "
+              "repository; set GAPWATCH_KINETO_DATA to point elsewhere)")
+        return 77
+    traces = sorted(f for f in os.listdir(DATA) if f.endswith((".json", ".json.gz")))
+    if not traces:
+        print(f"skipped: no .json or .json.gz files in {DATA}")
+        return 77
+    failures = []
+    for name in traces:
+        path = os.path.join(DATA, name)
+        run = subprocess.run([GAPWATCH, "report", "--json", path], capture_output=True, text=True, timeout=300)
+        if run.returncode != 0:
+            failures.append(f"{name}: exit {run.returncode}: {run.stderr.strip()}")
+            continue
+        report = json.loads(run.stdout)
+        inputs = report.get("recordings") or report.get("inputs") or []
+        processes = report["processes"]
+        if len(processes) != 1:
+            failures.append(f"{name}: {len(processes)} processes in the report, expected 1")
+            continue
+        p = processes[0]
+        want = expected_counts(path)
+        got = {
+            "kernels": sum(d["kernels"] for d in p["devices"]),
+            "memcpys": sum(d["memcpys"] for d in p["devices"]),
+            "memsets": sum(d["memsets"] for d in p["devices"]),
+            "launches": p["events"]["launches"],
+            "rank": p.get("rank"),
+        }
+        line = f"{name}: " + ", ".join(f"{k} {got[k]}" for k in ("kernels", "memcpys", "memsets", "launches"))
+        print(line)
+        for key in want:
+            if got[key] != want[key]:
+                failures.append(f"{name}: {key} {got[key]} in the report, {want[key]} in the trace")
+        if p.get("truncated"):
+            failures.append(f"{name}: reported as truncated")
+        if p.get("late_events", 0) != 0:
+            failures.append(f"{name}: {p['late_events']} late events")
+        del inputs
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
