@@ -416,11 +416,11 @@ class TraceParser {
 std::optional<std::string> TraceParser::parse(const simdjson::padded_string& json) {
   od::parser parser;
   od::document doc;
-  if (auto e = parser.iterate(json).get(doc)) return "not JSON (" + errorText(e) + ")";
+  if (auto e = parser.iterate(json).get(doc)) return "malformed JSON (" + errorText(e) + ")";
   od::object top;
   if (auto e = doc.get_object().get(top)) {
-    return e == simdjson::INCORRECT_TYPE ? std::string("not a Kineto trace: the JSON is not an object")
-                                         : "not JSON (" + errorText(e) + ")";
+    return e == simdjson::INCORRECT_TYPE ? std::string("the JSON is not an object")
+                                         : "malformed JSON (" + errorText(e) + ")";
   }
   bool has_events = false;
   for (auto field_result : top) {
@@ -456,7 +456,7 @@ std::optional<std::string> TraceParser::parse(const simdjson::padded_string& jso
   // Past the top-level object, a location still in bounds means more tokens follow.
   const char* after = nullptr;
   if (doc.current_location().get(after) == simdjson::SUCCESS) return "trailing data after the top-level JSON object";
-  if (!has_events) return "not a Kineto trace: no traceEvents";
+  if (!has_events) return "no traceEvents";
   for (const auto& [tid, id] : threads_) {
     auto name = thread_names_.find(tid);
     strings.push_back({v1::STRING_KIND_THREAD_NAME, id,

@@ -1,6 +1,7 @@
 """`gapwatch report --json` on the real PyTorch profiler (Kineto) traces of ../shared/data/kineto/:
 each is read (no error, not truncated, no late events) and its event counts (kernels, memcpys,
-memsets, launch calls) equal the counts Python's json and gzip find in the same file.
+memsets, launch calls) equal the counts Python's json and gzip find in the same file. First, with no
+data needed, a truncated trace is refused with exit 2 and one line.
 
     kineto_real_traces_test.py GAPWATCH REPO_ROOT
 
@@ -14,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 GAPWATCH, REPO_ROOT = sys.argv[1], sys.argv[2]
 DATA = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(REPO_ROOT, "..", "shared", "data", "kineto")
@@ -35,8 +37,8 @@ def expected_counts(path):
     opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8") as f:
         trace = json.load(f)
-    counts = {"kernels": 0, "memcpys": 0, "memsets": 0, "launches": 0, "rank": None}
-    counts["rank"] = trace.get("distributedInfo", {}).get("rank")
+    counts = {"kernels": 0, "memcpys": 0, "memsets": 0, "launches": 0,
+              "rank": trace.get("distributedInfo", {}).get("rank")}
     for e in trace["traceEvents"]:
         if e.get("ph") != "X":
             continue
@@ -52,7 +54,25 @@ def expected_counts(path):
     return counts
 
 
+def check_refused_on_the_command_line():
+    """A truncated trace: exit 2 and one line on stderr naming the file (needs no shared data)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cut.json.gz")
+        with gzip.open(path, "wt") as f:
+            f.write('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1')
+        run = subprocess.run([GAPWATCH, "report", path], capture_output=True, text=True, timeout=60)
+        lines = run.stderr.splitlines()
+        if run.returncode != 2 or len(lines) != 1 or not lines[0].startswith(path + ": Kineto trace: "):
+            return [f"truncated trace: exit {run.returncode}, stderr {run.stderr!r}"]
+    return []
+
+
 def main():
+    refused = check_refused_on_the_command_line()
+    for f in refused:
+        print("FAIL " + f)
+    if refused:
+        return 1
     if not os.path.isdir(DATA):
         print(f"skipped: no Kineto traces at {os.path.normpath(DATA)} (the shared data sits beside the "
               "repository; set GAPWATCH_KINETO_DATA to point elsewhere)")
@@ -69,7 +89,6 @@ def main():
             failures.append(f"{name}: exit {run.returncode}: {run.stderr.strip()}")
             continue
         report = json.loads(run.stdout)
-        inputs = report.get("recordings") or report.get("inputs") or []
         processes = report["processes"]
         if len(processes) != 1:
             failures.append(f"{name}: {len(processes)} processes in the report, expected 1")
@@ -92,7 +111,6 @@ def main():
             failures.append(f"{name}: reported as truncated")
         if p.get("late_events", 0) != 0:
             failures.append(f"{name}: {p['late_events']} late events")
-        del inputs
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
