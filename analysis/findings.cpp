@@ -2,6 +2,7 @@
 #include "analysis/findings.h"
 
 #include "analysis/diagnosis_numbers.h"
+#include "analysis/process_summary.h"
 #include "analysis/quantity_text.h"
 #include "analysis/sync_advice.h"
 
@@ -50,14 +51,6 @@ std::string shareOfIdle(uint64_t ns, const IdleExplanation& x) {
          " of idle";
 }
 
-std::array<uint64_t, kIdleCauseCount> idleByCause(const ProcessAnalysis& p) {
-  std::array<uint64_t, kIdleCauseCount> sum{};
-  for (const DeviceAnalysis& d : p.devices) {
-    for (std::size_t c = 0; c < kIdleCauseCount; ++c) sum[c] += d.idle_by_cause_ns[c];
-  }
-  return sum;
-}
-
 GapHistogram::Bucket gapsInBuckets(const ProcessAnalysis& p, std::size_t first, std::size_t end) {
   GapHistogram::Bucket total;
   for (const DeviceAnalysis& d : p.devices) {
@@ -104,7 +97,7 @@ void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_id
 }  // namespace
 
 Finding dataPipeline(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o) {
-  const auto causes = idleByCause(p);
+  const auto causes = summarizeProcess(p).idle_by_cause_ns;
   FindingBuilder f(kFindingDataPipeline, "waiting on the data pipeline (host CPU)", x.data_pipeline_ns, x);
   f.evidence("host CPU idle", shareOfIdle(causes[kHostCpu], x) + ", the launching thread outside any CUDA call for " +
                                   formatDuration(o.launch_threshold_ns) + " or longer");

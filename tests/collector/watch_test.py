@@ -347,8 +347,18 @@ class WatchBadPeerTest(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0, "needs root to become another user")
     def test_a_collector_of_another_user(self):
         collector = Collector(self.dir)  # its socket's directory is 0700, root's
-        r = subprocess.run([gwtest.GAPWATCH, "watch", "--socket", collector.socket], user=65534, capture_output=True,
-                           text=True, timeout=HANG)
+        # A copy of the binary that user may run: the build tree may sit in a directory only root
+        # can enter (a clone in a mktemp -d directory, 0700).
+        binary_dir = tempfile.mkdtemp()
+        try:
+            os.chmod(binary_dir, 0o755)
+            binary = os.path.join(binary_dir, "gapwatch")
+            shutil.copy(gwtest.GAPWATCH, binary)
+            os.chmod(binary, 0o755)
+            r = subprocess.run([binary, "watch", "--socket", collector.socket], user=65534, capture_output=True,
+                               text=True, timeout=HANG)
+        finally:
+            shutil.rmtree(binary_dir)
         self.one_line_failure(r, "cannot connect to " + collector.socket, "permission denied")
         self.assertEqual(collector.stop(), 0)
 
