@@ -27,6 +27,7 @@ struct AnalysisOptions {
   uint64_t hta_consecutive_kernel_delay_ns = 30000;  // HTA's kernel_wait threshold
   uint64_t hta_runtime_cutoff_ns = 50000;             // HTA's short-kernel / runtime-outlier cutoff
   uint64_t hta_launch_delay_cutoff_ns = 100000;       // HTA's launch-delay outlier cutoff
+  bool hta_view = false;  // also compute HTA's own numbers with HTA's conventions (report --hta)
 };
 
 // The causes of idle time (ARCHITECTURE.md section 6). Every idle nanosecond has exactly one.
@@ -172,6 +173,32 @@ struct Hang {
   std::vector<UnfinishedKernel> kernels;  // the oldest first
 };
 
+// HTA's view of one process (`report --hta`): HTA's temporal breakdown, idle time per stream and
+// launch statistics, computed with HTA's conventions where they change numbers (the last-step
+// cut, whole-microsecond rounding, kernel classes by name; docs/hta-parity.md). Times are whole
+// microseconds, HTA's unit, because HTA rounds every start up and every end down to one.
+struct HtaStreamIdle {
+  int64_t stream = 0;
+  // HTA lists host_wait and kernel_wait only when they occur, and other always.
+  bool has_host_wait = false, has_kernel_wait = false;
+  uint64_t host_wait_us = 0, kernel_wait_us = 0, other_us = 0;
+};
+
+struct HtaView {
+  uint32_t profiler_steps = 0;  // distinct ProfilerStep markers (STEP_BEGIN) seen
+  // Which GPU work HTA keeps, by the time its CPU call began: "before_last_step_start" (two or
+  // more steps), "up_to_last_step_end" (one step), "all" (no step).
+  std::string cut;
+  uint64_t gpu_events = 0;          // kept (kernels, copies, memsets, sync records)
+  uint64_t gpu_events_dropped = 0;  // left out by the cut, or without a CPU call in the recording
+  uint64_t kernel_time_us = 0, idle_time_us = 0, compute_time_us = 0, non_compute_time_us = 0;
+  double idle_time_pctg = 0, compute_time_pctg = 0, non_compute_time_pctg = 0;  // HTA's 2 decimals
+  std::vector<HtaStreamIdle> idle_breakdown;  // by stream number
+  uint64_t launches = 0, short_kernels = 0, runtime_outliers = 0, launch_delay_outliers = 0;
+  double mean_launch_delay_us = 0;
+  std::optional<double> comm_comp_overlap_pctg;  // null without communication kernels
+};
+
 struct ProcessAnalysis {
   uint32_t pid = 0;
   std::string host;
@@ -198,6 +225,7 @@ struct ProcessAnalysis {
   // findings, never in the verdict.
   std::vector<Finding> notes;
   std::optional<Hang> hang;  // the process died inside a call or with work unfinished
+  std::optional<HtaView> hta;  // only with AnalysisOptions::hta_view
 };
 
 struct RankWait {        // across ranks: whom the others waited for in collectives
