@@ -25,6 +25,9 @@ Tolerances (issue 11, "Done when"), per rank:
 - comm/comp overlap pctg (not required by the issue, but HTA's number): within 0.1 point, null
   exactly where HTA's is null.
 - gpu_events, where the reference has it (only live references: HTA's kept GPU event count): equal.
+And, from the trace file itself (trace_facts; the stored test): profiler_steps equal to its distinct
+ProfilerStep#N names, `cut` the one HTA takes for that many steps, gpu_events + gpu_events_dropped
+equal to its GPU events in HTA's sense.
 
     python3 hta_parity.py --hta-reference TRACE_DIR   # run HTA on TRACE_DIR, print the reference JSON
 """
@@ -198,6 +201,50 @@ def block_from_reference(reference, rank):
         "comm_comp_overlap_pctg": want["overlap"],
         "gpu_events": want["gpu_events"],
     }
+
+
+def expected_cut(profiler_steps):
+    """HTA's last-step cut for a trace with that many distinct ProfilerStep names."""
+    return "before_last_step_start" if profiler_steps >= 2 else "up_to_last_step_end" if profiler_steps == 1 else "all"
+
+
+def trace_facts(path):
+    """What a trace file says directly, to check the `hta` block's own fields: its rank, the number of
+    distinct ProfilerStep#N names, and its GPU events in HTA's sense (an `X` event whose args.stream
+    is an integer other than -1: kernels, copies, memsets and cuda_sync records)."""
+    import gzip
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        trace = json.load(f)
+    steps, gpu_events = set(), 0
+    for e in trace.get("traceEvents", []):
+        name = e.get("name")
+        if isinstance(name, str) and re.fullmatch(r"ProfilerStep#\d+", name):
+            steps.add(name)
+        stream = (e.get("args") or {}).get("stream") if isinstance(e.get("args"), dict) else None
+        if e.get("ph") == "X" and isinstance(stream, int) and not isinstance(stream, bool) and stream != -1:
+            gpu_events += 1
+    return {"rank": (trace.get("distributedInfo") or {}).get("rank"), "profiler_steps": len(steps),
+            "gpu_events_total": gpu_events}
+
+
+def compare_trace_facts(hta, facts, where):
+    """The block's step count, cut and GPU event total against the trace's own (trace_facts)."""
+    if hta is None:
+        return []  # said once by compare_rank
+    failures = []
+    if hta.get("profiler_steps") != facts["profiler_steps"]:
+        failures.append(f"{where}: profiler_steps {hta.get('profiler_steps')}, the trace has {facts['profiler_steps']}")
+    want = expected_cut(facts["profiler_steps"])
+    if hta.get("cut") != want:
+        failures.append(f"{where}: cut {hta.get('cut')!r}, expected {want!r} for {facts['profiler_steps']} steps")
+    kept, dropped = hta.get("gpu_events"), hta.get("gpu_events_dropped")
+    if not isinstance(kept, int) or not isinstance(dropped, int) or kept + dropped != facts["gpu_events_total"]:
+        failures.append(f"{where}: gpu_events {kept} + gpu_events_dropped {dropped}, the trace has "
+                        f"{facts['gpu_events_total']} GPU events")
+    return failures
 
 
 def traces_of_reference(reference_name):

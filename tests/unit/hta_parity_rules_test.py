@@ -212,6 +212,22 @@ def check_gpu_events():
     return problems
 
 
+def check_trace_facts():
+    """The block's own fields against what the trace says (steps, cut, GPU events)."""
+    facts = {"rank": 0, "profiler_steps": 3, "gpu_events_total": 100}
+    good = {"profiler_steps": 3, "cut": "before_last_step_start", "gpu_events": 60, "gpu_events_dropped": 40}
+    problems = []
+    if hp.compare_trace_facts(good, facts, "facts"):
+        problems.append("trace facts: an agreeing block fails: %s" % hp.compare_trace_facts(good, facts, "facts"))
+    for change in ({"profiler_steps": 2}, {"cut": "all"}, {"gpu_events_dropped": 41}, {"gpu_events": None}):
+        if not hp.compare_trace_facts({**good, **change}, facts, "facts"):
+            problems.append(f"trace facts: {change} passes")
+    for steps, cut in ((0, "all"), (1, "up_to_last_step_end"), (2, "before_last_step_start")):
+        if hp.expected_cut(steps) != cut:
+            problems.append(f"expected_cut({steps}) = {hp.expected_cut(steps)}, HTA's is {cut}")
+    return problems
+
+
 def check_reference_names():
     problems = []
     for name, want in (("train_control.json", ["train_control"]), ("nccl_rank-0.json", ["nccl_rank-0"]),
@@ -231,7 +247,7 @@ def main():
             problems.append(f"{name}: expected {'a failure' if expect_failure else 'no failure'}, got {found}")
         else:
             print(f"ok {name}" + (f": {found[0]}" if found else ""))
-    problems += check_gpu_events() + check_reference_names()
+    problems += check_gpu_events() + check_trace_facts() + check_reference_names()
     for p in problems:
         print("FAIL " + p)
     return 1 if problems else 0

@@ -89,6 +89,11 @@ def run_stored(gapwatch, repo_root):
             continue
         print_rank_summary(name, report)
         failures += hta_parity.compare_report(report, reference, name)
+        for stem in stems:
+            facts = hta_parity.trace_facts(os.path.join(data, by_stem[stem]))
+            for p in report.get("processes", []):
+                if p.get("rank") == facts["rank"]:
+                    failures += hta_parity.compare_trace_facts(p.get("hta"), facts, by_stem[stem])
     for stem in sorted(set(by_stem) - covered):
         failures.append(f"{by_stem[stem]}: no HTA reference for it in {reference_dir}")
     for f in failures:
