@@ -52,6 +52,18 @@ def gapwatch_report(gapwatch, paths):
         return None, f"gapwatch report --json --hta: not JSON ({e})"
 
 
+def check_no_block_without_hta(gapwatch, path):
+    """Without --hta the key is there and null (the JSON format of the HTA view)."""
+    run = subprocess.run([gapwatch, "report", "--json", path], capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        return [f"{os.path.basename(path)}: gapwatch report --json exit {run.returncode}: {run.stderr.strip()[:500]}"]
+    processes = json.loads(run.stdout).get("processes", [])
+    if not processes or any("hta" not in p or p["hta"] is not None for p in processes):
+        return [f"{os.path.basename(path)}: without --hta, processes[].hta should be null: "
+                f"{[p.get('hta', '(no key)') for p in processes]}"]
+    return []
+
+
 def print_rank_summary(where, report):
     for p in report.get("processes", []):
         block = p.get("hta") or {}
@@ -94,6 +106,8 @@ def run_stored(gapwatch, repo_root):
             for p in report.get("processes", []):
                 if p.get("rank") == facts["rank"]:
                     failures += hta_parity.compare_trace_facts(p.get("hta"), facts, by_stem[stem])
+    smallest = min(traces, key=lambda t: os.path.getsize(os.path.join(data, t)))
+    failures += check_no_block_without_hta(gapwatch, os.path.join(data, smallest))
     for stem in sorted(set(by_stem) - covered):
         failures.append(f"{by_stem[stem]}: no HTA reference for it in {reference_dir}")
     for f in failures:
