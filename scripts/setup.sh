@@ -4,10 +4,13 @@
 # Installs the missing Debian packages (only those, and only when some are missing: that needs
 # root), checks that the CUDA toolkit headers are there (they come with the machine image, not
 # from Debian), configures build/ once and builds it. Safe to run again: a second run installs
-# nothing and rebuilds only what changed. Quiet unless something fails.
+# nothing and rebuilds only what changed. Quiet unless something fails. Last, it puts HTA (Meta's
+# Holistic Trace Analysis, for the HTA parity test and the Kineto benchmark only) in
+# <build>/hta-venv: scripts/install-hta.sh.
 #
 # Environment: CUDAToolkit_ROOT or CUDA_PATH name a toolkit outside /usr/local/cuda;
-# GAPWATCH_BUILD_DIR overrides build/ (default); JOBS overrides the build's parallelism.
+# GAPWATCH_BUILD_DIR overrides build/ (default); JOBS overrides the build's parallelism;
+# GAPWATCH_SKIP_HTA=1 leaves HTA out.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -111,3 +114,8 @@ cmake --build "$build_dir" -j"$jobs" >"$log_dir/build.log" 2>&1 || {
   tail -n 60 "$log_dir/build.log" >&2
   die "build failed (full log: $log_dir/build.log)"
 }
+
+# --- HTA, for the HTA parity test and the Kineto benchmark (PyPI; optional) ----------------------
+# gapwatch does not need it. About 300 MB, 40 s to 2 min once; offline it is left out with one
+# line, and those two then skip HTA and say so.
+"$repo_root/scripts/install-hta.sh" "$build_dir"
