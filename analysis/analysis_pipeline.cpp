@@ -2,6 +2,7 @@
 #include "analysis/analysis_pipeline.h"
 
 #include "analysis/nccl_stats.h"
+#include "analysis/hta_view.h"
 #include "analysis/step_detector.h"
 
 #include "analysis/device_idle.h"
@@ -153,6 +154,7 @@ void addStandardStages(AnalysisPipeline& pipeline) {
   pipeline.emplaceStage<LaunchStatsStage>(options);
   pipeline.emplaceStage<NcclStatsStage>(options);
   pipeline.emplaceStage<StepDetectorStage>(options);
+  if (options.hta_view) pipeline.emplaceStage<HtaViewStage>(options);
 }
 
 ProcessAnalysis analyzeFile(const std::string& path, AnalysisPipeline& pipeline, ReadResult* read) {

@@ -181,7 +181,9 @@ struct HtaStreamIdle {
   int64_t stream = 0;
   // HTA lists host_wait and kernel_wait only when they occur, and other always.
   bool has_host_wait = false, has_kernel_wait = false;
-  uint64_t host_wait_us = 0, kernel_wait_us = 0, other_us = 0;
+  // Sums of gaps to the previous record's end, which HTA takes as they are: negative where
+  // records on a stream overlap.
+  int64_t host_wait_us = 0, kernel_wait_us = 0, other_us = 0;
 };
 
 struct HtaView {

@@ -836,7 +836,7 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
   result.read.summary.frames = 1;
   result.health.has_hello = true;
 
-  StringTable strings;
+  StringTable& strings = *result.strings;
   DecodedBatch batch;
   batch.strings = std::move(parser.strings);
   uint64_t sequence = 0;

@@ -43,6 +43,7 @@
 #include "reader/stream_decoder.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -73,6 +74,10 @@ struct KinetoReadResult {
   ReadResult read;      // summary.frames = batches handed over (0 on an error)
   StreamHealth health;  // as a decoder would have reported it (Hello, Goodbye, batches)
   KinetoCounts counts;
+  // The names the batches defined. The visitor was handed this table and may keep a pointer to it
+  // (the analysis stages resolve names when they finish), so it lives on the heap, as long as
+  // this result does: keep the result until the visitor is done.
+  std::unique_ptr<StringTable> strings = std::make_unique<StringTable>();
 };
 
 // Reads a whole trace from `source` and hands it to `visitor` (only when it is well formed).

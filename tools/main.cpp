@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   CLI::App* report_command = app.add_subcommand(
       "report", "Why the GPU was idle: the verdict, the causes ranked with their evidence and fix, and the numbers");
   report_command->add_flag("--json", report.json, "Write one JSON document (docs/report-json.md) instead of text");
+  report_command->add_flag("--hta", report.analysis.hta_view,
+                           "Also give HTA's own numbers (temporal breakdown, idle per stream, launch statistics) with "
+                           "HTA's conventions (docs/hta-parity.md)");
   report_command->add_option("--top", report.analysis.top_n, "How many longest gaps (and call sites) to list")
       ->check(CLI::Range(0u, 1000u))
       ->default_str(std::to_string(report.analysis.top_n));

@@ -183,6 +183,49 @@ json stepsJson(const analysis::StepStats& s) {
           {"median_idle_fraction", s.median_idle_fraction}};
 }
 
+// HTA's numbers under HTA's names and units (microseconds), so a script written for HTA's tables
+// reads them as they are.
+json htaJson(const std::optional<analysis::HtaView>& view) {
+  if (!view) return nullptr;
+  const analysis::HtaView& h = *view;
+  json streams = json::array();
+  const auto ratio2 = [](int64_t part, int64_t total) -> json {
+    if (total == 0) return nullptr;
+    return std::round(100.0 * static_cast<double>(part) / static_cast<double>(total)) / 100.0;
+  };
+  for (const analysis::HtaStreamIdle& s : h.idle_breakdown) {
+    const int64_t total = s.host_wait_us + s.kernel_wait_us + s.other_us;
+    const auto add = [&](const char* category, int64_t us) {
+      streams.push_back({{"stream", s.stream}, {"idle_category", category}, {"idle_time_us", us},
+                         {"idle_time_ratio", ratio2(us, total)}});
+    };
+    if (s.has_host_wait) add("host_wait", s.host_wait_us);
+    if (s.has_kernel_wait) add("kernel_wait", s.kernel_wait_us);
+    add("other", s.other_us);
+  }
+  return {{"conventions", "HTA 0.6.1"},
+          {"profiler_steps", h.profiler_steps},
+          {"cut", h.cut},
+          {"gpu_events", h.gpu_events},
+          {"gpu_events_dropped", h.gpu_events_dropped},
+          {"temporal_breakdown",
+           {{"kernel_time_us", h.kernel_time_us},
+            {"idle_time_us", h.idle_time_us},
+            {"compute_time_us", h.compute_time_us},
+            {"non_compute_time_us", h.non_compute_time_us},
+            {"idle_time_pctg", h.idle_time_pctg},
+            {"compute_time_pctg", h.compute_time_pctg},
+            {"non_compute_time_pctg", h.non_compute_time_pctg}}},
+          {"idle_breakdown", streams},
+          {"launch_stats",
+           {{"launches", h.launches},
+            {"short_kernels", h.short_kernels},
+            {"runtime_outliers", h.runtime_outliers},
+            {"launch_delay_outliers", h.launch_delay_outliers},
+            {"mean_launch_delay_us", h.mean_launch_delay_us}}},
+          {"comm_comp_overlap_pctg", h.comm_comp_overlap_pctg ? json(*h.comm_comp_overlap_pctg) : json(nullptr)}};
+}
+
 json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o, const std::string& file) {
   json command_line = json::array();
   std::optional<int32_t> local_rank, world_size;
@@ -255,7 +298,8 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"sync_points", syncPointsJson(p)},
           {"launches", launchesJson(p.launches)},
           {"nccl", ncclJson(p.nccl)},
-          {"steps", stepsJson(p.steps)}};
+          {"steps", stepsJson(p.steps)},
+          {"hta", htaJson(p.hta)}};
 }
 
 }  // namespace

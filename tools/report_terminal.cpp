@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -462,6 +463,57 @@ void printSteps(const ProcessAnalysis& p, std::ostream& out) {
   out << '\n';
 }
 
+std::string signedMicros(int64_t us) {
+  return (us < 0 ? "-" + formatCount(static_cast<uint64_t>(-us)) : formatCount(static_cast<uint64_t>(us))) + " us";
+}
+
+std::string fixed2(double x) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(2) << x;
+  return text.str();
+}
+
+// HTA's own numbers (report --hta), in HTA's units and rounding, so they read like HTA's tables.
+void printHta(const ProcessAnalysis& p, std::ostream& out) {
+  if (!p.hta) return;
+  const analysis::HtaView& h = *p.hta;
+  out << '\n';
+  row(out, "HTA view") << "HTA 0.6.1's numbers, with its conventions (docs/hta-parity.md)\n";
+  row(out, "") << formatCount(h.gpu_events) << " of " << formatCount(h.gpu_events + h.gpu_events_dropped)
+               << " GPU records kept: ";
+  if (h.cut == "before_last_step_start") {
+    out << "launched before the last of " << h.profiler_steps << " ProfilerSteps began";
+  } else if (h.cut == "up_to_last_step_end") {
+    out << "launched up to the end of the only ProfilerStep";
+  } else {
+    out << "all (no ProfilerStep)";
+  }
+  out << "; with their CPU call in the recording\n";
+  row(out, "temporal") << "kernel time " << formatCount(h.kernel_time_us) << " us: idle " << formatCount(h.idle_time_us)
+                       << " us (" << fixed2(h.idle_time_pctg) << "%), compute " << formatCount(h.compute_time_us)
+                       << " us (" << fixed2(h.compute_time_pctg) << "%), non-compute "
+                       << formatCount(h.non_compute_time_us) << " us (" << fixed2(h.non_compute_time_pctg) << "%)\n";
+  if (!h.idle_breakdown.empty()) {
+    row(out, "idle/stream") << padRight("", 12) << padLeft("host_wait", 16) << padLeft("kernel_wait", 16)
+                                << padLeft("other", 16) << '\n';
+    for (const analysis::HtaStreamIdle& s : h.idle_breakdown) {
+      row(out, "") << padRight("stream " + std::to_string(s.stream), 12)
+                   << padLeft(s.has_host_wait ? signedMicros(s.host_wait_us) : "-", 16)
+                   << padLeft(s.has_kernel_wait ? signedMicros(s.kernel_wait_us) : "-", 16)
+                   << padLeft(signedMicros(s.other_us), 16) << '\n';
+    }
+  }
+  row(out, "launches") << formatCount(h.launches) << ": " << formatCount(h.short_kernels) << " short kernels, "
+                       << formatCount(h.runtime_outliers) << " runtime outliers, " << formatCount(h.launch_delay_outliers)
+                       << " launch-delay outliers, mean launch delay " << fixed2(h.mean_launch_delay_us) << " us\n";
+  row(out, "overlap");
+  if (h.comm_comp_overlap_pctg) {
+    out << fixed2(*h.comm_comp_overlap_pctg) << "% of communication time overlaps computation (HTA's comm/comp overlap)\n";
+  } else {
+    out << "no communication kernels\n";
+  }
+}
+
 void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverview& o, const TerminalStyle& style,
                         std::ostream& out) {
   std::vector<std::string> parts;
@@ -515,6 +567,7 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   printLaunches(p, content.analysis.options, out);
   printNccl(p, out);
   printSteps(p, out);
+  printHta(p, out);
   printDropsAndNotes(p, o, style, out);
 }
 

@@ -12,6 +12,8 @@
 #include <gapwatch/v1/stream.pb.h>
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace gapwatch::analysis::test {
@@ -96,6 +98,10 @@ class EngineFeed {
   EngineFeed& add(const DeviceActivityEvent& e) { return batches_.back().activities.push_back(e), *this; }
   EngineFeed& add(const NcclCallEvent& e) { return batches_.back().nccl_calls.push_back(e), *this; }
   EngineFeed& add(const MarkerEvent& e) { return batches_.back().markers.push_back(e), *this; }
+  // Defines a name (kernel, API call, marker) in the current batch, as a recording would.
+  EngineFeed& name(v1::StringKind kind, uint32_t id, std::string text) {
+    return batches_.back().strings.push_back({kind, id, std::move(text)}), *this;
+  }
   // Later events go in a new batch (delivered after everything added so far).
   EngineFeed& nextBatch() { return batches_.emplace_back(), *this; }
 
@@ -104,7 +110,10 @@ class EngineFeed {
     addStandardStages(pipeline);
     pipeline.onHello(helloFor(device_timeline, process_start_ns), 0);
     StringTable strings;
-    for (const DecodedBatch& batch : batches_) pipeline.onBatch(batch, strings);
+    for (const DecodedBatch& batch : batches_) {
+      for (const StringDefinition& s : batch.strings) strings.define(s.kind, s.id, s.text);
+      pipeline.onBatch(batch, strings);
+    }
     StreamHealth health;
     health.has_hello = true;
     health.has_goodbye = true;

@@ -1,0 +1,27 @@
+// analysis/hta_kernel_class.h: HTA's class of a piece of GPU work (communication, memory,
+// computation, other), by its name, as HTA's temporal breakdown and overlap analyses decide it.
+//
+// HTA matches kernel names against regular expressions (hta/common/types.py, 0.6.x; quoted in
+// ../shared/research/profiler-anchors.md section 2). They are all prefix or substring tests, so
+// they are written out here as such: no <regex> on a path that runs for every kernel, and the
+// exact rule reads in one place. Python's re.match anchors at the start; a leading ".*" makes a
+// substring test.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace gapwatch::analysis {
+
+enum class HtaKernelClass : uint8_t { kCommunication, kMemory, kComputation, kOther };
+
+// COMM: (^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)
+// MEMORY: (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)
+// COMPUTATION: what matches neither, nor any of (^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|
+//   (^Stream Wait Event)|(cuda.*LaunchKernel)|(^runFunction)|(^hip)
+// OTHER: the rest (e.g. the names of sync records, "Stream Sync", "Context Sync").
+HtaKernelClass htaKernelClass(std::string_view name);
+
+const char* htaKernelClassName(HtaKernelClass cls);  // "COMMUNICATION", "MEMORY", ...
+
+}  // namespace gapwatch::analysis
