@@ -11,3 +11,4 @@ python3 bench/launch_overhead.py --build build   # bytes per event, on the simul
 python3 bench/analysis_throughput.py --build build
 python3 bench/live_records.py --build build
 GAPWATCH_BUILD_DIR="$PWD/build" python3 bench/collector_ingest.py   # 8 producers into one collector, live analysis vs offline
+python3 bench/kineto_import_bench.py --build build   # Kineto traces: HTA vs gapwatch vs simdjson; peak RSS on a ~1 GB trace
