@@ -8,7 +8,8 @@ For each trace of ../shared/data/kineto (or GAPWATCH_KINETO_DATA):
             --hta-repeats. Skipped, and said so, where HTA cannot be imported (scripts/install-hta.sh
             puts it in <build>/hta-venv; GAPWATCH_HTA_PYTHON names another Python).
   gapwatch  read + analyse (hta_view on) + format the text report, in-process (kineto_import_bench),
-            best of --repeats, on the .json.gz and on the decompressed .json; and the wall time and
+            best of --repeats (more runs on small files, up to 1 s), on the .json.gz and on the
+            decompressed .json; and the wall time and
             peak RSS of the process `gapwatch report --hta FILE.json.gz`, best of --repeats.
   simdjson  the decompressed .json loaded and parsed by the DOM parser (the implementation simdjson
             picks for this CPU), and by On-Demand reading ph and ts of every traceEvents element.
@@ -250,7 +251,8 @@ def main():
     flags = report_flags(gapwatch, os.path.join(data, all_traces[0])) if all_traces else []
     if not flags:
         print("gapwatch: this build has no `report --hta`: timed without it (no HTA view computed)")
-    print(f"gapwatch and simdjson: best of {args.repeats}; times in ms unless marked s")
+    print(f"gapwatch and simdjson: best of at least {args.repeats} (more, up to 1 s, on small files); "
+          "times in ms unless marked s")
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="kineto-bench-") as tmp:
