@@ -19,6 +19,12 @@
 namespace gapwatch::analysis {
 
 // The knobs a user can turn (gapwatch report --launch-threshold, --min-gap, --top).
+// Which HTA release's rules `report --hta` follows. They differ only for a trace with fewer than
+// two ProfilerSteps: 0.6.1 (the current source, and the stored references) still keeps only work
+// with its CPU call, up to the one step's end; 0.5.0 (the latest on PyPI) filters nothing then.
+enum class HtaRelease : uint8_t { k0_6_1, k0_5_0 };
+const char* htaReleaseName(HtaRelease release);  // "0.6.1", "0.5.0"
+
 struct AnalysisOptions {
   uint64_t launch_threshold_ns = 30000;       // a shorter gap outside any CUDA call is launch overhead
   uint64_t min_gap_ns = 0;                    // gaps shorter than this are still idle, but not listed
@@ -28,6 +34,7 @@ struct AnalysisOptions {
   uint64_t hta_runtime_cutoff_ns = 50000;             // HTA's short-kernel / runtime-outlier cutoff
   uint64_t hta_launch_delay_cutoff_ns = 100000;       // HTA's launch-delay outlier cutoff
   bool hta_view = false;  // also compute HTA's own numbers with HTA's conventions (report --hta)
+  HtaRelease hta_release = HtaRelease::k0_6_1;
 };
 
 // The causes of idle time (ARCHITECTURE.md section 6). Every idle nanosecond has exactly one.
@@ -187,12 +194,13 @@ struct HtaStreamIdle {
 };
 
 struct HtaView {
+  HtaRelease release = HtaRelease::k0_6_1;  // whose rules
   uint32_t profiler_steps = 0;  // distinct ProfilerStep markers (STEP_BEGIN) seen
   // Which GPU work HTA keeps, by the time its CPU call began: "before_last_step_start" (two or
-  // more steps), "up_to_last_step_end" (one step), "all" (no step).
+  // more steps), "up_to_last_step_end" (one step, HTA 0.6.1), "all" (no step; one, HTA 0.5.0).
   std::string cut;
   uint64_t gpu_events = 0;          // kept (kernels, copies, memsets, sync records)
-  uint64_t gpu_events_dropped = 0;  // left out by the cut, or without a CPU call in the recording
+  uint64_t gpu_events_dropped = 0;  // left out by the cut, or (with a step) without a CPU call
   uint64_t kernel_time_us = 0, idle_time_us = 0, compute_time_us = 0, non_compute_time_us = 0;
   double idle_time_pctg = 0, compute_time_pctg = 0, non_compute_time_pctg = 0;  // HTA's 2 decimals
   std::vector<HtaStreamIdle> idle_breakdown;  // by stream number

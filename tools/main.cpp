@@ -78,6 +78,17 @@ int main(int argc, char** argv) {
   report_command->add_flag("--hta", report.analysis.hta_view,
                            "Also give HTA's own numbers (temporal breakdown, idle per stream, launch statistics) with "
                            "HTA's conventions (docs/hta-parity.md)");
+  report_command
+      ->add_option_function<std::string>(
+          "--hta-release",
+          [&report](const std::string& release) {
+            report.analysis.hta_release =
+                release == "0.5.0" ? gapwatch::analysis::HtaRelease::k0_5_0 : gapwatch::analysis::HtaRelease::k0_6_1;
+          },
+          "Whose rules --hta follows: 0.6.1 (the current HTA) or 0.5.0 (the latest on PyPI); they differ only "
+          "on traces with fewer than two ProfilerSteps")
+      ->check(CLI::IsMember({"0.6.1", "0.5.0"}))
+      ->default_str("0.6.1");
   report_command->add_option("--top", report.analysis.top_n, "How many longest gaps (and call sites) to list")
       ->check(CLI::Range(0u, 1000u))
       ->default_str(std::to_string(report.analysis.top_n));

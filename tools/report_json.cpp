@@ -203,7 +203,7 @@ json htaJson(const std::optional<analysis::HtaView>& view) {
     if (s.has_kernel_wait) add("kernel_wait", s.kernel_wait_us);
     add("other", s.other_us);
   }
-  return {{"conventions", "HTA 0.6.1"},
+  return {{"conventions", std::string("HTA ") + analysis::htaReleaseName(h.release)},
           {"profiler_steps", h.profiler_steps},
           {"cut", h.cut},
           {"gpu_events", h.gpu_events},

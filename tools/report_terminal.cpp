@@ -478,17 +478,18 @@ void printHta(const ProcessAnalysis& p, std::ostream& out) {
   if (!p.hta) return;
   const analysis::HtaView& h = *p.hta;
   out << '\n';
-  row(out, "HTA view") << "HTA 0.6.1's numbers, with its conventions (docs/hta-parity.md)\n";
+  row(out, "HTA view") << "HTA " << analysis::htaReleaseName(h.release)
+                       << "'s numbers, with its conventions (docs/hta-parity.md)\n";
   row(out, "") << formatCount(h.gpu_events) << " of " << formatCount(h.gpu_events + h.gpu_events_dropped)
                << " GPU records kept: ";
   if (h.cut == "before_last_step_start") {
-    out << "launched before the last of " << h.profiler_steps << " ProfilerSteps began";
+    out << "launched before the last of " << h.profiler_steps << " ProfilerSteps began, with their CPU call";
   } else if (h.cut == "up_to_last_step_end") {
-    out << "launched up to the end of the only ProfilerStep";
+    out << "launched up to the end of the only ProfilerStep, with their CPU call";
   } else {
-    out << "all (no ProfilerStep)";
+    out << "all (no ProfilerStep: HTA filters nothing)";
   }
-  out << "; with their CPU call in the recording\n";
+  out << '\n';
   row(out, "temporal") << "kernel time " << formatCount(h.kernel_time_us) << " us: idle " << formatCount(h.idle_time_us)
                        << " us (" << fixed2(h.idle_time_pctg) << "%), compute " << formatCount(h.compute_time_us)
                        << " us (" << fixed2(h.compute_time_pctg) << "%), non-compute "
