@@ -595,6 +595,22 @@ void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
   }
 }
 
+// HTA's temporal breakdown per rank, as HTA's own table shows it (report --hta).
+void printHtaRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
+  bool any = false;
+  for (const ProcessAnalysis& p : report.processes) any = any || p.hta.has_value();
+  if (!any) return;
+  out << '\n' << "  " << padRight("HTA", 10) << padLeft("kernel time", 16) << padLeft("idle", 9) << padLeft("compute", 10)
+      << padLeft("non-compute", 13) << '\n';
+  for (const ProcessAnalysis& p : report.processes) {
+    if (!p.hta) continue;
+    const analysis::HtaView& h = *p.hta;
+    out << "  " << padRight(processLabel(p), 10) << padLeft(formatCount(h.kernel_time_us) + " us", 16)
+        << padLeft(fixed2(h.idle_time_pctg) + "%", 9) << padLeft(fixed2(h.compute_time_pctg) + "%", 10)
+        << padLeft(fixed2(h.non_compute_time_pctg) + "%", 13) << '\n';
+  }
+}
+
 void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out) {
   const analysis::AnalysisReport& report = content.analysis;
   out << style.bold("== " + std::to_string(report.processes.size()) +
@@ -606,6 +622,7 @@ void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& s
   }
   out << '\n';
   printRankTable(report, out);
+  printHtaRankTable(report, out);
   out << '\n';
   if (report.rank_waits.empty()) {
     row(out, "ranks") << "no collective shared by the ranks was recorded: nothing to say about who waited\n";
