@@ -40,8 +40,10 @@ int runImport(const ImportOptions& options, std::ostream& out, std::ostream& err
     return writer.error().starts_with("exists") ? kExitUsage : kExitCannotWrite;
   }
   const KinetoCounts& c = trace.counts;
-  out << output << ": " << formatCount(c.api_calls) << " API calls (" << formatCount(c.host.polls) << " polls in "
-      << formatCount(c.host.poll_runs) << " polling runs), " << formatCount(c.kernels + c.memcpys + c.memsets + c.syncs)
+  // The trace's polls are written as their loops (kineto_host_events.h).
+  const uint64_t calls_written = c.api_calls - c.host.polls + c.host.poll_runs;
+  out << output << ": " << formatCount(calls_written) << " API calls (" << formatCount(c.host.polls)
+      << " polls written as " << formatCount(c.host.poll_runs) << " polling loops), " << formatCount(c.kernels + c.memcpys + c.memsets + c.syncs)
       << " device activities, " << formatCount(c.host.comms_calls + c.host.annotation_calls) << " NCCL calls (c10d ranges), "
       << formatCount(c.steps) << " steps; " << formatCount(writer.framesWritten()) << " frames, "
       << formatCount(writer.bytesWritten()) << " bytes\n";

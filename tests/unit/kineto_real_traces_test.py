@@ -85,6 +85,14 @@ def nccl_calls(events):
     return len(comms) + len(annotations) - inside
 
 
+def work_without_call(events):
+    """Kernels, copies and memsets whose correlation id no runtime or driver call has."""
+    calls = {e.get("args", {}).get("correlation") for e in events
+             if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+               and e.get("args", {}).get("correlation") not in calls)
+
+
 def expected_counts(path):
     opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8") as f:
@@ -92,7 +100,8 @@ def expected_counts(path):
     counts = {"kernels": 0, "memcpys": 0, "memsets": 0, "launches": 0,
               "rank": trace.get("distributedInfo", {}).get("rank"),
               "api_calls": api_calls_after_merging(trace["traceEvents"]),
-              "nccl_calls": nccl_calls(trace["traceEvents"])}
+              "nccl_calls": nccl_calls(trace["traceEvents"]),
+              "without_call": work_without_call(trace["traceEvents"])}
     for e in trace["traceEvents"]:
         if e.get("ph") != "X":
             continue
@@ -157,9 +166,10 @@ def main():
             "rank": p.get("rank"),
             "api_calls": p["events"]["api_calls"],
             "nccl_calls": p["events"]["nccl_calls"],
+            "without_call": sum(d["work_without_call"] for d in p["devices"]),
         }
         line = f"{name}: " + ", ".join(f"{k} {got[k]}" for k in ("kernels", "memcpys", "memsets", "launches",
-                                                                 "api_calls", "nccl_calls"))
+                                                                 "api_calls", "nccl_calls", "without_call"))
         print(line)
         for key in want:
             if got[key] != want[key]:
