@@ -587,8 +587,10 @@ void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
 
 void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out) {
   const analysis::AnalysisReport& report = content.analysis;
-  out << style.bold("== " + std::to_string(report.processes.size()) +
-                    " recordings, analysed together (one per rank) ==")
+  std::size_t traces = 0;
+  for (const ProcessAnalysis& p : report.processes) traces += p.source.kineto_trace ? 1 : 0;
+  const char* what = traces == 0 ? " recordings" : traces == report.processes.size() ? " PyTorch profiler traces" : " files";
+  out << style.bold("== " + std::to_string(report.processes.size()) + what + ", analysed together (one per rank) ==")
       << '\n';
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
     const ProcessAnalysis& p = report.processes[i];

@@ -111,6 +111,14 @@ TEST_CASE("the JSON report of a trace has its source and what is not in it", "[r
   CHECK(p["events"]["nccl_calls"] == 1);
 }
 
+TEST_CASE("ranks read from traces are called traces, not recordings", "[report][kineto]") {
+  const TraceFile trace(kTrace);
+  const analysis::RunReport report = analysis::analyseRecordingFiles({trace.path, trace.path}, analysis::AnalysisOptions{});
+  const std::string out = text(report);
+  INFO(out);
+  CHECK(has(out, "== 2 PyTorch profiler traces, analysed together (one per rank) =="));
+}
+
 TEST_CASE("a trace with cuda_sync records does not call its sync waits an upper bound", "[report][kineto]") {
   std::string with_sync = kTrace;
   const std::string record =
