@@ -2,7 +2,6 @@
 #include "reader/kineto_host_events.h"
 
 #include <algorithm>
-#include <map>
 
 namespace gapwatch {
 namespace {
@@ -208,19 +207,18 @@ std::vector<NcclCallEvent> KinetoHostEvents::takeNcclCalls() {
   const auto by_start = [](const NcclCallEvent& a, const NcclCallEvent& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
   };
-  std::sort(comms_calls_.begin(), comms_calls_.end(), by_start);
-  // Per thread, the comms calls by start: an annotation is inside one when the last call that
-  // starts at or before it also ends at or after it (c10d's ranges of one thread do not overlap).
-  std::map<uint32_t, std::vector<const NcclCallEvent*>> comms_of_thread;
-  for (const NcclCallEvent& c : comms_calls_) comms_of_thread[c.thread_id].push_back(&c);
-  std::vector<NcclCallEvent> calls = comms_calls_;
+  // Per thread, every comms call's range so far, by start: an annotation is inside one when the
+  // last range that starts at or before it also ends at or after it (c10d's ranges of one thread
+  // do not overlap). Kept across takes, so that a later annotation is checked against them all.
+  for (const NcclCallEvent& c : comms_calls_) comms_ranges_[c.thread_id].push_back({c.start_ns, c.end_ns});
+  for (auto& [thread, ranges] : comms_ranges_) std::sort(ranges.begin(), ranges.end());
+  std::vector<NcclCallEvent> calls = std::move(comms_calls_);
   for (const NcclCallEvent& a : annotation_calls_) {
     bool inside = false;
-    if (const auto it = comms_of_thread.find(a.thread_id); it != comms_of_thread.end()) {
-      const auto& list = it->second;
-      auto after = std::upper_bound(list.begin(), list.end(), a.start_ns,
-                                    [](uint64_t t, const NcclCallEvent* c) { return t < c->start_ns; });
-      inside = after != list.begin() && (*(after - 1))->end_ns >= a.end_ns;
+    if (const auto it = comms_ranges_.find(a.thread_id); it != comms_ranges_.end()) {
+      const auto& ranges = it->second;
+      const auto after = std::upper_bound(ranges.begin(), ranges.end(), std::pair{a.start_ns, UINT64_MAX});
+      inside = after != ranges.begin() && (after - 1)->second >= a.end_ns;
     }
     if (inside) continue;
     ++counts_.annotation_calls;

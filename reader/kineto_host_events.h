@@ -42,6 +42,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace gapwatch {
@@ -95,8 +96,11 @@ class KinetoHostEvents {
   void onApiCall(const ApiCallEvent& call, std::vector<ApiCallEvent>& out);
   // At the end of the trace: the poll runs still held.
   void flushPolls(std::vector<ApiCallEvent>& out);
-  // At the end of the trace: the NCCL calls, by start time (annotations inside a record_param_comms
-  // call of their thread dropped). Memory: the trace's collectives, a few per step.
+  // The NCCL calls held so far, by start time (annotations inside a record_param_comms call of
+  // their thread dropped); may be called more than once (a streaming parser: when the device block
+  // begins, and at the end), each time handing over what came since. An annotation is checked
+  // against the record_param_comms calls seen before the take that hands it over. Memory: the
+  // trace's collectives, a few per step.
   std::vector<NcclCallEvent> takeNcclCalls();
 
   const KinetoHostCounts& counts() const { return counts_; }
@@ -104,6 +108,8 @@ class KinetoHostEvents {
  private:
   std::vector<NcclCallEvent> comms_calls_;
   std::vector<NcclCallEvent> annotation_calls_;
+  // Per thread: the [start, end) of every record_param_comms call so far.
+  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> comms_ranges_;
   std::unordered_map<uint32_t, ApiCallEvent> pending_polls_;  // per thread: the run being merged
   KinetoHostCounts counts_;
 };

@@ -114,6 +114,19 @@ TEST_CASE("nccl:* annotations are NCCL calls without a size unless a record_para
   CHECK(host.counts().annotation_calls == 3);
 }
 
+TEST_CASE("NCCL calls can be taken in parts; a later annotation is still checked against earlier calls",
+          "[kineto][nccl]") {
+  KinetoHostEvents host;
+  host.onRecordParamComms(1, 100, 300, comms("allreduce", 10, 10, "Float", 2));
+  CHECK(host.takeNcclCalls().size() == 1);
+  CHECK(host.onUserAnnotation(1, 120, 210, "nccl:all_reduce"));
+  CHECK(host.onUserAnnotation(1, 500, 600, "nccl:all_reduce"));
+  const std::vector<NcclCallEvent> later = host.takeNcclCalls();
+  REQUIRE(later.size() == 1);
+  CHECK(later[0].start_ns == 500);
+  CHECK(host.takeNcclCalls().empty());
+}
+
 TEST_CASE("a thread's consecutive polls become one QUERY call with the number of polls", "[kineto][polls]") {
   KinetoHostEvents host;
   std::vector<ApiCallEvent> out;
