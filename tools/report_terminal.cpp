@@ -343,8 +343,8 @@ void printDevices(const ProcessAnalysis& p, const analysis::AnalysisOptions& opt
     }
     out << '\n';
     if (p.source.kineto_trace && d.work_without_call > 0) {
-      row(out, "") << formatCount(d.work_without_call)
-                   << " kernels, copies and memsets with no launch call in the trace (their gaps count as in no call)\n";
+      row(out, "") << "of them " << formatCount(d.work_without_call)
+                   << " with no launch call in the trace (their gaps count as in no call)\n";
     }
     if (d.idle_ns > 0) printIdleByCause(d, style, out);
     printGapHistogram(d.gaps, style, out);
