@@ -79,6 +79,10 @@ struct DeviceAnalysis {
   // waits for the queue (260 us in sync-bound), then a stream sync that finds it empty (1 us); the
   // copy's wait is what could be hidden, whichever of the two the after_sync rule names.
   uint64_t after_sync_hideable_ns = 0;
+  // Kernels, copies and memsets whose queuing call is not in the recording (a trace without
+  // cuda_driver events misses driver-only launches: NCCL's, Triton's); their gaps take the
+  // in-no-call rule (docs/analysis.md).
+  uint64_t work_without_call = 0;
   std::vector<StreamIdle> streams;
   std::vector<IdleGap> longest_gaps;  // top_n by length
 };
@@ -209,6 +213,26 @@ struct HtaView {
   std::optional<double> comm_comp_overlap_pctg;  // null without communication kernels
 };
 
+// What produced a process's stream (Hello.source) and, for a PyTorch profiler trace, what the
+// trace cannot tell. The words for each are tools/'s (docs/usage.md, "A report of a trace says
+// what the trace does not hold").
+struct RecordingSource {
+  bool kineto_trace = false;  // Hello.source == STREAM_SOURCE_KINETO_TRACE
+  uint32_t trace_schema_version = 0;
+  std::string trace_name;
+  uint64_t sync_records = 0;  // cuda_sync activity records (without them a stream sync is an upper bound)
+  // A trace only: what it does not hold, as keys (kNotInTrace*), in a fixed order.
+  std::vector<std::string> not_in_trace;
+};
+inline constexpr const char* kNotInTraceProcessStart = "process_start";  // leading (start-up) time
+inline constexpr const char* kNotInTraceProcessEnd = "process_end";      // how it ended, exit status
+inline constexpr const char* kNotInTraceDrops = "drops";                 // Kineto counts no lost records
+inline constexpr const char* kNotInTraceCallSites = "call_sites";
+inline constexpr const char* kNotInTraceBlockedFlags = "blocked_flags";  // copies: from names, not measured
+inline constexpr const char* kNotInTraceSyncRecords = "sync_records";    // sync waits are upper bounds
+inline constexpr const char* kNotInTraceNcclHostCalls = "nccl_host_calls";  // NCCL's own calls (c10d ranges at most)
+inline constexpr const char* kNotInTraceHeartbeats = "heartbeats";        // no hang detection
+
 struct ProcessAnalysis {
   uint32_t pid = 0;
   std::string host;
@@ -236,6 +260,7 @@ struct ProcessAnalysis {
   std::vector<Finding> notes;
   std::optional<Hang> hang;  // the process died inside a call or with work unfinished
   std::optional<HtaView> hta;  // only with AnalysisOptions::hta_view
+  RecordingSource source;
 };
 
 struct RankWait {        // across ranks: whom the others waited for in collectives

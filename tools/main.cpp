@@ -6,6 +6,7 @@
 #include "tools/dump_command.h"
 #include "tools/duration_text.h"
 #include "tools/exit_codes.h"
+#include "tools/import_command.h"
 #include "tools/profile_command.h"
 #include "tools/report_command.h"
 #include "tools/report_json.h"
@@ -111,6 +112,13 @@ int main(int argc, char** argv) {
                    "(several: one per rank)")
       ->required();
 
+  cli::ImportOptions import_options;
+  CLI::App* import_command = app.add_subcommand(
+      "import", "Write a PyTorch profiler (Kineto) trace as a .gwt recording that reports the same as the trace");
+  import_command->add_option("TRACE", import_options.trace, "A PyTorch profiler trace, .json or .json.gz")->required();
+  import_command->add_option("-o,--output", import_options.output, "The .gwt file to write")->required();
+  import_command->add_flag("--force", import_options.force, "Replace the output file if it exists");
+
   gapwatch::collector::CollectorOptions collector;
   std::string slow_peer_text;
   CLI::App* collector_command = app.add_subcommand(
@@ -170,6 +178,7 @@ int main(int argc, char** argv) {
       return cli::runReport(report, std::cout, std::cerr);
     }
     if (*watch_command) return cli::runWatch(watch);
+    if (*import_command) return cli::runImport(import_options, std::cout, std::cerr);
     if (*collector_command) {
       if (!slow_peer_text.empty()) collector.slow_peer_timeout_ns = *cli::parseDuration(slow_peer_text);
       if (metrics_option->count() > 0 && collector.metrics_address.empty()) {
