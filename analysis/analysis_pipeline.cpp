@@ -28,6 +28,15 @@ bool copyBlocksHost(const DeviceActivityEvent& copy) {
 
 }  // namespace
 
+std::vector<std::string> notInTrace(const ProcessAnalysis& p) {
+  std::vector<std::string> keys = {kNotInTraceProcessStart, kNotInTraceProcessEnd, kNotInTraceDrops,
+                                   kNotInTraceCallSites, kNotInTraceBlockedFlags};
+  if (p.source.sync_records == 0) keys.push_back(kNotInTraceSyncRecords);
+  keys.push_back(kNotInTraceNcclHostCalls);
+  keys.push_back(kNotInTraceHeartbeats);
+  return keys;
+}
+
 AnalysisPipeline::AnalysisPipeline(const AnalysisOptions& options)
     : options_(options), fanout_(*this), window_(options.reorder_window_ns, fanout_) {}
 
@@ -50,7 +59,11 @@ void AnalysisPipeline::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
   // Without the activity probe (symbol hooks only) there is no device timeline. A Hello that
   // lists no probes at all (an old or partial recorder) is given the benefit of the doubt.
   facts_.device_timeline = hello.probes_size() == 0 || hasProbe(hello, v1::PROBE_CUPTI_ACTIVITY);
-  facts_.process_start_ns = hello.process_start_ns() != 0 ? hello.process_start_ns() : hello.start_time_ns();
+  facts_.kineto_trace = hello.source() == v1::STREAM_SOURCE_KINETO_TRACE;
+  // A trace begins with the profiler's window, not with the process: its first event is no start.
+  facts_.process_start_ns = facts_.kineto_trace              ? 0
+                            : hello.process_start_ns() != 0 ? hello.process_start_ns()
+                                                             : hello.start_time_ns();
   beginStages();
 }
 
@@ -67,6 +80,7 @@ void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& str
   for (const NcclCallEvent& call : batch.nccl_calls) window_.push(call);
   for (const MarkerEvent& marker : batch.markers) window_.push(marker);
   for (const DeviceActivityEvent& activity : batch.activities) {
+    if (activity.kind == v1::ACTIVITY_KIND_SYNC) ++sync_records_;
     const bool copy = activity.kind == v1::ACTIVITY_KIND_MEMCPY && activity.correlation_id != 0;
     if (copy) copy_blocks_[activity.correlation_id] = copyBlocksHost(activity);
     if (!window_.push(activity) && copy) copy_blocks_.erase(activity.correlation_id);
@@ -115,6 +129,7 @@ ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHea
   result.truncated = read.summary.truncated || !health.has_goodbye;
   result.late_events = window_.lateEvents();
   for (auto& stage : stages_) stage->contribute(result);
+  if (result.source.kineto_trace) result.source.not_in_trace = notInTrace(result);
   return result;
 }
 
@@ -136,6 +151,12 @@ void AnalysisPipeline::writeProcessFacts(ProcessAnalysis& result) const {
     result.cupti_version = hello_->cupti_version();
   }
   result.device_timeline = facts_.device_timeline;
+  result.source.kineto_trace = facts_.kineto_trace;
+  result.source.sync_records = sync_records_;
+  if (hello_ && facts_.kineto_trace) {
+    result.source.trace_schema_version = hello_->trace_schema_version();
+    result.source.trace_name = hello_->trace_name();
+  }
   result.events_dropped = drops_.total(v1::DROP_SOURCE_THREAD_RING);
   result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);
   result.cupti_records_incomplete = drops_.total(v1::DROP_SOURCE_CUPTI_INCOMPLETE);

@@ -98,6 +98,7 @@ class AnalysisPipeline final : public RecordingVisitor {
   std::optional<v1::Hello> hello_;
   std::optional<v1::Goodbye> goodbye_;
   DropTotals drops_;
+  uint64_t sync_records_ = 0;  // SYNC activities seen (RecordingSource::sync_records)
   std::map<uint64_t, ActivityApiSpan> activity_api_spans_;  // by start: the latest report of each
 };
 
@@ -105,6 +106,10 @@ class AnalysisPipeline final : public RecordingVisitor {
 // (once the lead wires them, see the marked place in analysis_pipeline.cpp) NCCL statistics and
 // step detection.
 void addStandardStages(AnalysisPipeline& pipeline);
+
+// What a PyTorch profiler trace does not hold (RecordingSource::not_in_trace), from what the
+// analysis of one found.
+std::vector<std::string> notInTrace(const ProcessAnalysis& process);
 
 // Reads the recording at `path` into `pipeline` (configured, not yet fed) and finishes it.
 // `read`, when given, receives what the reader got through (error, truncation).

@@ -19,6 +19,12 @@
 namespace gapwatch::analysis {
 
 // The knobs a user can turn (gapwatch report --launch-threshold, --min-gap, --top).
+// Which HTA release's rules `report --hta` follows. They differ only for a trace with fewer than
+// two ProfilerSteps: 0.6.1 (the current source, and the stored references) still keeps only work
+// with its CPU call, up to the one step's end; 0.5.0 (the latest on PyPI) filters nothing then.
+enum class HtaRelease : uint8_t { k0_6_1, k0_5_0 };
+const char* htaReleaseName(HtaRelease release);  // "0.6.1", "0.5.0"
+
 struct AnalysisOptions {
   uint64_t launch_threshold_ns = 30000;       // a shorter gap outside any CUDA call is launch overhead
   uint64_t min_gap_ns = 0;                    // gaps shorter than this are still idle, but not listed
@@ -28,6 +34,7 @@ struct AnalysisOptions {
   uint64_t hta_runtime_cutoff_ns = 50000;             // HTA's short-kernel / runtime-outlier cutoff
   uint64_t hta_launch_delay_cutoff_ns = 100000;       // HTA's launch-delay outlier cutoff
   bool hta_view = false;  // also compute HTA's own numbers with HTA's conventions (report --hta)
+  HtaRelease hta_release = HtaRelease::k0_6_1;
 };
 
 // The causes of idle time (ARCHITECTURE.md section 6). Every idle nanosecond has exactly one.
@@ -72,6 +79,10 @@ struct DeviceAnalysis {
   // waits for the queue (260 us in sync-bound), then a stream sync that finds it empty (1 us); the
   // copy's wait is what could be hidden, whichever of the two the after_sync rule names.
   uint64_t after_sync_hideable_ns = 0;
+  // Kernels, copies and memsets whose queuing call is not in the recording (a trace without
+  // cuda_driver events misses driver-only launches: NCCL's, Triton's); their gaps take the
+  // in-no-call rule (docs/analysis.md).
+  uint64_t work_without_call = 0;
   std::vector<StreamIdle> streams;
   std::vector<IdleGap> longest_gaps;  // top_n by length
 };
@@ -187,12 +198,13 @@ struct HtaStreamIdle {
 };
 
 struct HtaView {
+  HtaRelease release = HtaRelease::k0_6_1;  // whose rules
   uint32_t profiler_steps = 0;  // distinct ProfilerStep markers (STEP_BEGIN) seen
   // Which GPU work HTA keeps, by the time its CPU call began: "before_last_step_start" (two or
-  // more steps), "up_to_last_step_end" (one step), "all" (no step).
+  // more steps), "up_to_last_step_end" (one step, HTA 0.6.1), "all" (no step; one, HTA 0.5.0).
   std::string cut;
   uint64_t gpu_events = 0;          // kept (kernels, copies, memsets, sync records)
-  uint64_t gpu_events_dropped = 0;  // left out by the cut, or without a CPU call in the recording
+  uint64_t gpu_events_dropped = 0;  // left out by the cut, or (with a step) without a CPU call
   uint64_t kernel_time_us = 0, idle_time_us = 0, compute_time_us = 0, non_compute_time_us = 0;
   double idle_time_pctg = 0, compute_time_pctg = 0, non_compute_time_pctg = 0;  // HTA's 2 decimals
   std::vector<HtaStreamIdle> idle_breakdown;  // by stream number
@@ -200,6 +212,26 @@ struct HtaView {
   double mean_launch_delay_us = 0;
   std::optional<double> comm_comp_overlap_pctg;  // null without communication kernels
 };
+
+// What produced a process's stream (Hello.source) and, for a PyTorch profiler trace, what the
+// trace cannot tell. The words for each are tools/'s (docs/usage.md, "A report of a trace says
+// what the trace does not hold").
+struct RecordingSource {
+  bool kineto_trace = false;  // Hello.source == STREAM_SOURCE_KINETO_TRACE
+  uint32_t trace_schema_version = 0;
+  std::string trace_name;
+  uint64_t sync_records = 0;  // cuda_sync activity records (without them a stream sync is an upper bound)
+  // A trace only: what it does not hold, as keys (kNotInTrace*), in a fixed order.
+  std::vector<std::string> not_in_trace;
+};
+inline constexpr const char* kNotInTraceProcessStart = "process_start";  // leading (start-up) time
+inline constexpr const char* kNotInTraceProcessEnd = "process_end";      // how it ended, exit status
+inline constexpr const char* kNotInTraceDrops = "drops";                 // Kineto counts no lost records
+inline constexpr const char* kNotInTraceCallSites = "call_sites";
+inline constexpr const char* kNotInTraceBlockedFlags = "blocked_flags";  // copies: from names, not measured
+inline constexpr const char* kNotInTraceSyncRecords = "sync_records";    // sync waits are upper bounds
+inline constexpr const char* kNotInTraceNcclHostCalls = "nccl_host_calls";  // NCCL's own calls (c10d ranges at most)
+inline constexpr const char* kNotInTraceHeartbeats = "heartbeats";        // no hang detection
 
 struct ProcessAnalysis {
   uint32_t pid = 0;
@@ -228,6 +260,7 @@ struct ProcessAnalysis {
   std::vector<Finding> notes;
   std::optional<Hang> hang;  // the process died inside a call or with work unfinished
   std::optional<HtaView> hta;  // only with AnalysisOptions::hta_view
+  RecordingSource source;
 };
 
 struct RankWait {        // across ranks: whom the others waited for in collectives

@@ -16,6 +16,7 @@ namespace gapwatch::analysis {
 struct RecordingFacts {
   bool device_timeline = true;       // Hello.probes includes cupti_activity
   uint64_t process_start_ns = 0;     // Hello's start time on the recording clock (0 if unknown)
+  bool kineto_trace = false;         // Hello.source: a PyTorch profiler trace (no process start)
 };
 
 class AnalysisStage : public TimeOrderedConsumer {

@@ -124,6 +124,7 @@ void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
   DeviceState& device = deviceState(activity.device);
   // Nothing below adds to or takes from the index before matched(): one lookup serves them all.
   const QueuingCall* call = queued_by_.find(activity.correlation_id);
+  if (!call && !queued_by_.probablyExpired(activity.correlation_id)) ++device.result.work_without_call;
   switch (activity.kind) {
     case v1::ACTIVITY_KIND_KERNEL:
       ++device.result.kernels;

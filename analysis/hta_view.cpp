@@ -11,6 +11,9 @@ namespace {
 // Calls whose work has not shown up by then are forgotten: as long as the other stages keep them
 // (the idle attribution's queue age), so a deep queue still joins.
 constexpr uint64_t kCallMaxAgeNs = 10'000'000'000ull;
+// How long GPU work that started before its call waits for it (clock skew between CPU and GPU
+// timestamps is microseconds to milliseconds).
+constexpr uint64_t kAwaitCallNs = 1'000'000'000ull;
 
 int64_t ceilUs(uint64_t ns) { return static_cast<int64_t>(ns / 1000 + (ns % 1000 != 0 ? 1 : 0)); }
 int64_t floorUs(uint64_t ns) { return static_cast<int64_t>(ns / 1000); }
@@ -30,6 +33,8 @@ std::string_view withoutVersionSuffix(std::string_view name) {
 }
 
 }  // namespace
+
+const char* htaReleaseName(HtaRelease release) { return release == HtaRelease::k0_5_0 ? "0.5.0" : "0.6.1"; }
 
 HtaViewStage::HtaViewStage(const AnalysisOptions& options)
     : options_(options), call_max_age_ns_(std::max(options.reorder_window_ns, kCallMaxAgeNs)) {}
@@ -68,34 +73,72 @@ void HtaViewStage::onApiCall(const ApiCallEvent& call) {
     calls_.erase(call_ages_.front().second);
     call_ages_.pop_front();
   }
+  stopAwaiting(call.start_ns, false);
   if (call.correlation_id == 0) return;
   CallTimes times;
   times.start_us = ceilUs(call.start_ns);
   times.end_us = floorUs(call.end_ns);
   times.launch_stat = launchStatName(call.api_name_id);
   // Of two calls with one id (a driver call inside a runtime call), the first, outer one stays.
-  if (calls_.tryEmplace(call.correlation_id, times).second) call_ages_.push_back({call.start_ns, call.correlation_id});
+  if (!calls_.tryEmplace(call.correlation_id, times).second) return;
+  call_ages_.push_back({call.start_ns, call.correlation_id});
+  if (const uint64_t* seq = awaiting_.find(call.correlation_id)) {
+    Work& work = held_[*seq - held_popped_];
+    awaiting_.erase(call.correlation_id);
+    work.awaiting_call = false;
+    work.has_call = true;
+    work.call = times;
+    if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
+    release();
+  }
+}
+
+void HtaViewStage::settleWithoutCall(Work& work) const {
+  // HTA joins GPU work to the CPU calls it keeps, and so drops work without a call: HTA 0.6.1
+  // always; HTA 0.5.0 only when the trace has two or more steps (with fewer it filters nothing),
+  // so there such work waits for the second step (dropped) or the end (kept).
+  work.awaiting_call = false;
+  work.has_call = false;
+  if (options_.hta_release == HtaRelease::k0_6_1 || distinct_steps_) work.fate = Fate::kDropped;
+}
+
+void HtaViewStage::stopAwaiting(uint64_t now_ns, bool all) {
+  bool settled = false;
+  while (!awaiting_order_.empty() && (all || awaiting_order_.front().first + kAwaitCallNs < now_ns)) {
+    const uint64_t seq = awaiting_order_.front().second;
+    awaiting_order_.pop_front();
+    if (seq < held_popped_) continue;
+    Work& work = held_[seq - held_popped_];
+    if (!work.awaiting_call) continue;  // its call came
+    awaiting_.erase(work.correlation_id);
+    settleWithoutCall(work);
+    settled = true;
+  }
+  if (settled) release();
 }
 
 void HtaViewStage::decide(Work& work, int64_t cut_start_us) const {
-  // Called when a step begins at cut_start_us: whatever the last step turns out to be, it begins
-  // at or after this one, so work whose call began before it is kept.
-  if (work.fate == Fate::kPending && work.call.start_us < cut_start_us) work.fate = Fate::kKept;
+  // Called when a step begins at cut_start_us. Whatever the last step turns out to be, it begins
+  // at or after this one, so work whose call began before it is kept under every rule.
+  if (work.fate != Fate::kPending || work.awaiting_call) return;
+  if (!work.has_call) {
+    // Only HTA 0.5.0 holds work without a call, until the trace proves to have two steps.
+    if (distinct_steps_) work.fate = Fate::kDropped;
+  } else if (work.call.start_us < cut_start_us) {
+    work.fate = Fate::kKept;
+  }
 }
 
 void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
+  stopAwaiting(activity.start_ns, false);
   const CallTimes* call = calls_.find(activity.correlation_id);
-  if (call == nullptr) {
-    ++dropped_;  // HTA keeps only GPU work joined to a CPU call of the trace
-    return;
-  }
   Work work;
+  work.correlation_id = activity.correlation_id;
   work.start_us = ceilUs(activity.start_ns);
   // A record shorter than a microsecond can round to an end before its start; HTA would then
   // count a negative length. Such a record is taken as empty.
   work.end_us = std::max(work.start_us, floorUs(activity.end_ns));
   work.stream = static_cast<int64_t>(activity.stream);
-  work.call = *call;
   work.sync_record = activity.kind == v1::ACTIVITY_KIND_SYNC;
   switch (activity.kind) {
     case v1::ACTIVITY_KIND_MEMCPY:
@@ -103,7 +146,19 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
     case v1::ACTIVITY_KIND_SYNC: work.cls = HtaKernelClass::kOther; break;
     default: work.cls = kernelClass(activity.name_id); break;
   }
-  if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
+  if (call != nullptr) {
+    work.call = *call;
+    if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
+  } else if (activity.correlation_id != 0 && awaiting_.tryEmplace(activity.correlation_id, held_popped_ + held_.size()).second) {
+    work.awaiting_call = true;
+    awaiting_order_.push_back({activity.start_ns, held_popped_ + held_.size()});
+  } else {
+    settleWithoutCall(work);
+  }
+  if (work.fate == Fate::kDropped && held_.empty()) {
+    ++dropped_;
+    return;
+  }
   held_.push_back(work);
   release();
 }
@@ -131,6 +186,7 @@ void HtaViewStage::onMarker(const MarkerEvent& marker) {
 
 void HtaViewStage::release() {
   while (!held_.empty() && held_.front().fate != Fate::kPending) {
+    ++held_popped_;
     const Work& work = held_.front();
     if (work.fate == Fate::kKept) {
       fold(work);
@@ -209,7 +265,7 @@ void HtaViewStage::fold(const Work& work) {
       // when records overlap; HTA sums it as it is.
       const int64_t interval = work.start_us - gaps.prev_end_us;
       const int64_t delay_us = static_cast<int64_t>(options_.hta_consecutive_kernel_delay_ns / 1000);
-      if (work.call.start_us > gaps.prev_end_us) {
+      if (work.has_call && work.call.start_us > gaps.prev_end_us) {
         gaps.idle.has_host_wait = true;
         gaps.idle.host_wait_us += interval;
       } else if (interval < delay_us) {
@@ -223,7 +279,7 @@ void HtaViewStage::fold(const Work& work) {
     gaps.prev_end_us = work.end_us;
   }
 
-  if (work.call.launch_stat) {
+  if (work.has_call && work.call.launch_stat) {
     ++launches_;
     const int64_t cpu_us = work.call.end_us - work.call.start_us;
     const int64_t gpu_us = work.end_us - work.start_us;
@@ -238,16 +294,18 @@ void HtaViewStage::fold(const Work& work) {
 }
 
 void HtaViewStage::finish() {
-  // The last rule, now that the number of steps is known (hta/common/trace.py): with two or more
+  // The last rule, now that the number of steps is known (hta/common/trace.py). With two or more
   // distinct steps, work launched at or after the last step's start is left out (the pending
-  // work is exactly that); with one, work launched up to its end stays; with none, all stays.
+  // work is exactly that). With fewer, HTA 0.6.1 keeps work launched up to the end of the only
+  // step (all of it without a step), and HTA 0.5.0 keeps everything.
+  stopAwaiting(0, true);
   for (std::size_t i = 0; i < held_.size(); ++i) {
     Work& work = held_[i];
     if (work.fate != Fate::kPending) continue;
-    if (!any_step_) {
-      work.fate = Fate::kKept;
-    } else if (distinct_steps_) {
+    if (distinct_steps_) {
       work.fate = Fate::kDropped;
+    } else if (options_.hta_release == HtaRelease::k0_5_0 || !any_step_) {
+      work.fate = Fate::kKept;
     } else {
       work.fate = (!any_step_end_ || work.call.start_us <= last_step_end_us_) ? Fate::kKept : Fate::kDropped;
     }
@@ -262,7 +320,10 @@ void HtaViewStage::finish() {
 void HtaViewStage::contribute(ProcessAnalysis& result) {
   HtaView view;
   view.profiler_steps = steps_;
-  view.cut = !any_step_ ? "all" : distinct_steps_ ? "before_last_step_start" : "up_to_last_step_end";
+  view.release = options_.hta_release;
+  view.cut = distinct_steps_                                                    ? "before_last_step_start"
+             : (!any_step_ || options_.hta_release == HtaRelease::k0_5_0) ? "all"
+                                                                             : "up_to_last_step_end";
   view.gpu_events = kept_;
   view.gpu_events_dropped = dropped_;
   if (any_kept_) {

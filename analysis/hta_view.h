@@ -4,9 +4,10 @@
 // number, so `report --hta` gives HTA's own temporal breakdown, idle time per stream and kernel
 // launch summary (HTA 0.6.1, hta/analyzers/breakdown_analysis.py, cuda_kernel_analysis.py,
 // hta/common/trace.py), beside gapwatch's view, which differs on purpose (docs/hta-parity.md):
-//   - GPU work: every kernel, copy, memset and sync record (HTA: stream != -1). Only work whose
-//     CPU call is in the recording counts (HTA joins them), and with two or more ProfilerSteps
-//     only work whose call began before the last step's start; with one, up to that step's end.
+//   - GPU work: every kernel, copy, memset and sync record (HTA: stream != -1). With two or more
+//     ProfilerSteps only work whose call began before the last step's start, with one up to that
+//     step's end; either way only work whose CPU call is in the recording (HTA joins them). With
+//     no step HTA filters nothing: all of it.
 //   - times: starts rounded up and ends down to whole microseconds, in integer arithmetic.
 //   - temporal: kernel time = last end - first start; idle = that - the union of all work;
 //     compute = the union of COMPUTATION work (hta_kernel_class.h); non-compute = the rest.
@@ -57,6 +58,9 @@ class HtaViewStage final : public AnalysisStage {
     CallTimes call;
     HtaKernelClass cls = HtaKernelClass::kOther;
     bool sync_record = false;
+    bool has_call = true;        // false: HTA 0.5.0 keeps it when the trace has under two steps
+    bool awaiting_call = false;  // started before any call with its id: the call may come later
+    uint64_t correlation_id = 0;
     Fate fate = Fate::kPending;
   };
   struct StreamGaps {
@@ -75,6 +79,8 @@ class HtaViewStage final : public AnalysisStage {
   };
 
   bool launchStatName(uint32_t api_name_id);
+  void settleWithoutCall(Work& work) const;
+  void stopAwaiting(uint64_t now_ns, bool all);
   HtaKernelClass kernelClass(uint32_t name_id);
   void decide(Work& work, int64_t cut_start_us) const;
   void release();
@@ -99,6 +105,12 @@ class HtaViewStage final : public AnalysisStage {
   int64_t last_step_end_us_ = 0;
 
   RingQueue<Work> held_;  // arrival order; the head is folded once decided
+  uint64_t held_popped_ = 0;  // how many have left held_: held_[seq - held_popped_] is number seq
+  // Work that started before any call with its id (the CPU and GPU clocks of a trace can disagree
+  // by a little, and HTA joins regardless of time): correlation id -> its number in held_, and
+  // (start, number) in arrival order, to stop waiting after kAwaitCallNs.
+  FlatU64Map<uint64_t> awaiting_;
+  RingQueue<std::pair<uint64_t, uint64_t>> awaiting_order_;
   uint64_t dropped_ = 0;
   uint64_t kept_ = 0;
 

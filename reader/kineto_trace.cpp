@@ -335,7 +335,7 @@ std::string errorText(simdjson::error_code e) { return simdjson::error_message(e
 
 // --- the parse -----------------------------------------------------------------------------------
 
-enum class Category { kSkip, kKernel, kMemcpy, kMemset, kSync, kRuntime, kDriver, kUserAnnotation };
+enum class Category { kSkip, kKernel, kMemcpy, kMemset, kSync, kRuntime, kDriver, kUserAnnotation, kCpuOp };
 
 Category categoryOf(std::string_view cat) {
   if (cat == "kernel") return Category::kKernel;
@@ -345,6 +345,7 @@ Category categoryOf(std::string_view cat) {
   if (cat == "cuda_runtime") return Category::kRuntime;
   if (cat == "cuda_driver") return Category::kDriver;
   if (cat == "user_annotation") return Category::kUserAnnotation;
+  if (cat == "cpu_op") return Category::kCpuOp;
   return Category::kSkip;
 }
 
@@ -367,12 +368,13 @@ struct RawEvent {
   bool tid_is_text = false;
   std::string sync_kind;
   std::string arg_name;  // M events: args.name
+  KinetoCommsArgs comms;  // record_param_comms' args (kineto_host_events.h)
 };
 
 // One event kept for the feed, in a tagged form so that all can be sorted together.
 struct HeldEvent {
   uint64_t time_ns = 0;
-  uint8_t type = 0;  // 0 marker, 1 api call, 2 activity (the order the reorder window uses on ties)
+  uint8_t type = 0;  // 0 marker, 1 api call, 2 activity, 3 NCCL call (the order used on ties)
   uint32_t index = 0;
 };
 
@@ -384,7 +386,11 @@ class TraceParser {
   std::vector<ApiCallEvent> calls;
   std::vector<DeviceActivityEvent> activities;
   std::vector<MarkerEvent> markers;
+  std::vector<NcclCallEvent> nccl_calls;
   std::vector<StringDefinition> strings;
+  KinetoHostEvents host_events;
+  uint32_t schema_version = 0;
+  std::string trace_name;
   std::optional<int32_t> rank, world_size;
   uint64_t base_time_ns = 0;
   bool has_base_time = false;
@@ -450,8 +456,19 @@ std::optional<std::string> TraceParser::parse(const simdjson::padded_string& jso
       if (!parseInt(raw, base) || base < 0) return "baseTimeNanoseconds is not a non-negative integer";
       base_time_ns = static_cast<uint64_t>(base);
       has_base_time = true;
+    } else if (key == "schemaVersion" || key == "traceName") {
+      // What the trace says it is, for Hello: a value of another type is left out rather than
+      // refused, as it changes no number.
+      od::value v = field.value();
+      int64_t version = 0;
+      std::string_view name;
+      if (key == "schemaVersion" && v.get_int64().get(version) == simdjson::SUCCESS && version >= 0 && version <= UINT32_MAX) {
+        schema_version = static_cast<uint32_t>(version);
+      } else if (key == "traceName" && v.get_string().get(name) == simdjson::SUCCESS) {
+        trace_name.assign(name);
+      }
     }
-    // Every other key (schemaVersion, deviceProperties, traceName, ...) is skipped.
+    // Every other key (deviceProperties, ...) is skipped.
   }
   // Past the top-level object, a location still in bounds means more tokens follow.
   const char* after = nullptr;
@@ -503,6 +520,9 @@ std::optional<std::string> TraceParser::parseEvents(od::array events) {
     ++index;
   }
   counts.trace_events = index;
+  host_events.flushPolls(calls);
+  nccl_calls = host_events.takeNcclCalls();
+  counts.host = host_events.counts();
   return std::nullopt;
 }
 
@@ -615,6 +635,18 @@ std::optional<std::string> TraceParser::parseArgs(od::object args, RawEvent& raw
         GW_TRY(stringValue(v, text, what));
         raw.arg_name.assign(text);
       }
+    } else if (isKinetoCommsArgKey(key)) {
+      // record_param_comms' collective and sizes: kept as found, used only for that cpu_op.
+      od::json_type type;
+      if (auto e = v.type().get(type)) return "malformed " + what + " (" + errorText(e) + ")";
+      int64_t number = 0;
+      std::string_view text;
+      if (type == od::json_type::string) {
+        GW_TRY(stringValue(v, text, what));
+        noteKinetoCommsArg(raw.comms, key, text);
+      } else if (type == od::json_type::number && parseInt(trimRight(v.raw_json_token()), number)) {
+        noteKinetoCommsArg(raw.comms, key, number);
+      }
     }
   }
   return std::nullopt;
@@ -650,7 +682,9 @@ std::optional<std::string> TraceParser::keep(RawEvent& raw, uint64_t index) {
   const Category category = categoryOf(raw.cat);
   if (category == Category::kSkip) return std::nullopt;
   uint64_t step = 0;
-  if (category == Category::kUserAnnotation && !profilerStep(raw.name, step)) return std::nullopt;
+  const bool is_step = category == Category::kUserAnnotation && profilerStep(raw.name, step);
+  if (category == Category::kUserAnnotation && !is_step && !ncclOpOfAnnotation(raw.name)) return std::nullopt;
+  if (category == Category::kCpuOp && raw.name != "record_param_comms") return std::nullopt;
 
   if (!raw.ts.present) return where + " (" + std::string(raw.cat) + ") has no ts";
   if (!raw.ts.is_number) return where + ".ts is not a number";
@@ -671,7 +705,8 @@ std::optional<std::string> TraceParser::keep(RawEvent& raw, uint64_t index) {
   if (auto e = intField(raw.device, device, has_device, where + ".args.device")) return e;
   const uint64_t end = eventEnd(ts, dur);
   if (raw.has_pid && raw.pid >= 0 && raw.pid <= UINT32_MAX && !has_cpu_pid &&
-      (category == Category::kRuntime || category == Category::kDriver || category == Category::kUserAnnotation)) {
+      (category == Category::kRuntime || category == Category::kDriver || category == Category::kUserAnnotation ||
+       category == Category::kCpuOp)) {
     cpu_pid = static_cast<uint32_t>(raw.pid);
     has_cpu_pid = true;
   }
@@ -727,10 +762,17 @@ std::optional<std::string> TraceParser::keep(RawEvent& raw, uint64_t index) {
       c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, raw.name_text);
       ++counts.api_calls;
       if (c.kind == v1::API_KIND_LAUNCH) ++counts.launches;
-      calls.push_back(c);
+      host_events.onApiCall(c, calls);  // merges a thread's polls (kineto_host_events.h)
       return std::nullopt;
     }
+    case Category::kCpuOp:
+      host_events.onRecordParamComms(threadId(raw), ts, end, raw.comms);
+      return std::nullopt;
     case Category::kUserAnnotation: {
+      if (!is_step) {
+        host_events.onUserAnnotation(threadId(raw), ts, end, raw.name);
+        return std::nullopt;
+      }
       MarkerEvent m;
       m.thread_id = threadId(raw);
       m.name_id = intern(v1::STRING_KIND_MARKER_NAME, marker_names_, raw.name_text);
@@ -810,10 +852,11 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
 
   // Everything held, sorted by time (ties: markers, calls, activities, as the reorder window does).
   std::vector<HeldEvent> order;
-  order.reserve(parser.calls.size() + parser.activities.size() + parser.markers.size());
+  order.reserve(parser.calls.size() + parser.activities.size() + parser.markers.size() + parser.nccl_calls.size());
   for (uint32_t i = 0; i < parser.markers.size(); ++i) order.push_back({parser.markers[i].time_ns, 0, i});
   for (uint32_t i = 0; i < parser.calls.size(); ++i) order.push_back({parser.calls[i].start_ns, 1, i});
   for (uint32_t i = 0; i < parser.activities.size(); ++i) order.push_back({parser.activities[i].start_ns, 2, i});
+  for (uint32_t i = 0; i < parser.nccl_calls.size(); ++i) order.push_back({parser.nccl_calls[i].start_ns, 3, i});
   std::stable_sort(order.begin(), order.end(), [](const HeldEvent& a, const HeldEvent& b) {
     return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.type < b.type;
   });
@@ -822,6 +865,7 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
   for (const ApiCallEvent& c : parser.calls) last_ns = std::max(last_ns, c.end_ns);
   for (const DeviceActivityEvent& a : parser.activities) last_ns = std::max(last_ns, a.end_ns);
   for (const MarkerEvent& m : parser.markers) last_ns = std::max(last_ns, m.time_ns);
+  for (const NcclCallEvent& c : parser.nccl_calls) last_ns = std::max(last_ns, c.end_ns);
 
   v1::Hello hello;
   hello.set_wire_version(1);
@@ -830,6 +874,10 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
   if (parser.rank) hello.set_rank(*parser.rank);
   if (parser.world_size) hello.set_world_size(*parser.world_size);
   hello.add_probes(v1::PROBE_CUPTI_ACTIVITY);
+  hello.set_clock(v1::CLOCK_DOMAIN_KINETO_US);
+  hello.set_source(v1::STREAM_SOURCE_KINETO_TRACE);
+  hello.set_trace_schema_version(parser.schema_version);
+  hello.set_trace_name(parser.trace_name);
   hello.set_start_time_ns(first_ns);
   hello.set_start_unix_ns(parser.has_base_time ? parser.base_time_ns + first_ns : first_ns);
   visitor.onHello(hello, 0);
@@ -850,6 +898,7 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
     batch.api_calls.clear();
     batch.activities.clear();
     batch.markers.clear();
+    batch.nccl_calls.clear();
   };
   std::size_t in_batch = 0;
   uint64_t batch_start = first_ns;
@@ -865,6 +914,7 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
     switch (e.type) {
       case 0: batch.markers.push_back(parser.markers[e.index]); break;
       case 1: batch.api_calls.push_back(parser.calls[e.index]); break;
+      case 3: batch.nccl_calls.push_back(parser.nccl_calls[e.index]); break;
       default: batch.activities.push_back(parser.activities[e.index]); break;
     }
     ++in_batch;
@@ -873,11 +923,13 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
 
   v1::Goodbye goodbye;
   goodbye.set_end_time_ns(last_ns);
-  goodbye.set_exit_reason(v1::EXIT_REASON_NORMAL);
+  // The trace ends with the profiler's window: how and when the process ended is not in it.
+  goodbye.set_exit_reason(v1::EXIT_REASON_UNSPECIFIED);
   goodbye.set_batches(result.health.batches);
   goodbye.set_api_calls(parser.calls.size());
   goodbye.set_activities(parser.activities.size());
   goodbye.set_markers(parser.markers.size());
+  goodbye.set_nccl_calls(parser.nccl_calls.size());
   visitor.onGoodbye(goodbye, 0);
   result.read.summary.frames += 1;
   result.health.has_goodbye = true;

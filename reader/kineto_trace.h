@@ -18,8 +18,14 @@
 //   cuda_runtime, cuda_driver       -> ApiCallEvent, kind from the name (cudaLaunchKernel -> LAUNCH,
 //                                      ...), domain RUNTIME/DRIVER, cbid from args.cbid
 //   user_annotation ProfilerStep#N  -> MarkerEvent STEP_BEGIN at ts and STEP_END at ts + dur
+//   cpu_op record_param_comms,      -> NcclCallEvent, c10d's range (kineto_host_events.h)
+//   user_annotation nccl:*
+//   cudaEventQuery / cudaStreamQuery-> a thread's consecutive polls merged into one QUERY call
+//                                      with the number of polls in bytes (kineto_host_events.h)
 //   M thread_name                   -> thread names
-//   everything else (cpu_op, flows, gpu_user_annotation, python_function, instants) is skipped.
+//   everything else (other cpu_ops, flows, gpu_user_annotation, python_function, instants) is skipped.
+// Hello: source STREAM_SOURCE_KINETO_TRACE, clock CLOCK_DOMAIN_KINETO_US, the trace's schemaVersion
+// and traceName. Goodbye: exit reason UNSPECIFIED (the trace ends with the profiler's window).
 // Times: ts and dur are microseconds, parsed from their text as decimal fixed point to integer
 // nanoseconds exactly ("4458676522690.655" -> 4458676522690655 ns). Times stay as the trace has
 // them (relative to baseTimeNanoseconds when it is there, else Unix-epoch microseconds);
@@ -31,14 +37,13 @@
 //     simdjson On-Demand, and every used event is held so that they can be handed over sorted by
 //     start time (the file holds the CPU block first, then the device block, spanning more than
 //     the analysis's 2 s reorder window). Inflated input over kMaxKinetoTraceBytes is refused.
-//   - record_param_comms / nccl:* ranges are not turned into NCCL calls; consecutive
-//     cudaEventQuery polls are not merged; Hello.clock is left unspecified (no KINETO_US yet).
 // Errors: a malformed trace (not gzip or JSON, truncated, wrong types, no traceEvents, a used event
 // without ts) is refused with one line and nothing is handed to the visitor. Never throws for
 // anything the bytes contain. Messages never name the file.
 #pragma once
 
 #include "reader/byte_source.h"
+#include "reader/kineto_host_events.h"
 #include "reader/recording_reader.h"
 #include "reader/stream_decoder.h"
 
@@ -68,6 +73,7 @@ struct KinetoCounts {
   uint64_t api_calls = 0;     // cuda_runtime + cuda_driver
   uint64_t launches = 0;      // api calls of kind LAUNCH
   uint64_t steps = 0;         // ProfilerStep#N annotations
+  KinetoHostCounts host;      // NCCL calls from c10d's ranges, merged polls (kineto_host_events.h)
 };
 
 struct KinetoReadResult {

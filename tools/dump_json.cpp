@@ -46,7 +46,10 @@ void JsonDumpPrinter::onHello(const v1::Hello& h, uint64_t offset) {
          {"start_time_ns", h.start_time_ns()},
          {"process_start_ns", h.process_start_ns()},
          {"start_unix_ns", h.start_unix_ns()},
-         {"cupti_unavailable", h.cupti_unavailable()}});
+         {"cupti_unavailable", h.cupti_unavailable()},
+         {"source", enumLabel(h.source())},
+         {"trace_schema_version", h.trace_schema_version()},
+         {"trace_name", h.trace_name()}});
 }
 
 void JsonDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& strings) {

@@ -75,6 +75,9 @@ void TextDumpPrinter::onHello(const v1::Hello& hello, uint64_t offset) {
   }
   if (hello.probes_size() == 0) out << "none";
   if (!hello.cupti_unavailable().empty()) out << " cupti_unavailable=" << quoteText(hello.cupti_unavailable());
+  if (hello.source() != v1::STREAM_SOURCE_UNSPECIFIED) out << " source=" << enumLabel(hello.source());
+  if (hello.trace_schema_version() != 0) out << " trace_schema_version=" << hello.trace_schema_version();
+  if (!hello.trace_name().empty()) out << " trace_name=" << quoteText(hello.trace_name());
   if (hello.start_time_ns() != 0) {
     out << " start=" << formatRelativeSeconds(hello.start_time_ns(), reference_ns_);
   }

@@ -10,5 +10,7 @@ inline constexpr int kExitUsage = 1;  // bad command line
 inline constexpr int kExitBadRecording = 2;
 // Something gapwatch did not expect of itself (a bug): "gapwatch: internal error: ...".
 inline constexpr int kExitInternalError = 3;
+// An output file could not be written (gapwatch import: no space, no permission).
+inline constexpr int kExitCannotWrite = 4;
 
 }  // namespace gapwatch::cli

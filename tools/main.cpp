@@ -6,6 +6,7 @@
 #include "tools/dump_command.h"
 #include "tools/duration_text.h"
 #include "tools/exit_codes.h"
+#include "tools/import_command.h"
 #include "tools/profile_command.h"
 #include "tools/report_command.h"
 #include "tools/report_json.h"
@@ -78,6 +79,17 @@ int main(int argc, char** argv) {
   report_command->add_flag("--hta", report.analysis.hta_view,
                            "Also give HTA's own numbers (temporal breakdown, idle per stream, launch statistics) with "
                            "HTA's conventions (docs/hta-parity.md)");
+  report_command
+      ->add_option_function<std::string>(
+          "--hta-release",
+          [&report](const std::string& release) {
+            report.analysis.hta_release =
+                release == "0.5.0" ? gapwatch::analysis::HtaRelease::k0_5_0 : gapwatch::analysis::HtaRelease::k0_6_1;
+          },
+          "Whose rules --hta follows: 0.6.1 (the current HTA) or 0.5.0 (the latest on PyPI); they differ only "
+          "on traces with fewer than two ProfilerSteps")
+      ->check(CLI::IsMember({"0.6.1", "0.5.0"}))
+      ->default_str("0.6.1");
   report_command->add_option("--top", report.analysis.top_n, "How many longest gaps (and call sites) to list")
       ->check(CLI::Range(0u, 1000u))
       ->default_str(std::to_string(report.analysis.top_n));
@@ -99,6 +111,13 @@ int main(int argc, char** argv) {
                    "One or more .gwt recordings or PyTorch profiler (Kineto) traces, .json or .json.gz "
                    "(several: one per rank)")
       ->required();
+
+  cli::ImportOptions import_options;
+  CLI::App* import_command = app.add_subcommand(
+      "import", "Write a PyTorch profiler (Kineto) trace as a .gwt recording that reports the same as the trace");
+  import_command->add_option("TRACE", import_options.trace, "A PyTorch profiler trace, .json or .json.gz")->required();
+  import_command->add_option("-o,--output", import_options.output, "The .gwt file to write")->required();
+  import_command->add_flag("--force", import_options.force, "Replace the output file if it exists");
 
   gapwatch::collector::CollectorOptions collector;
   std::string slow_peer_text;
@@ -159,6 +178,7 @@ int main(int argc, char** argv) {
       return cli::runReport(report, std::cout, std::cerr);
     }
     if (*watch_command) return cli::runWatch(watch);
+    if (*import_command) return cli::runImport(import_options, std::cout, std::cerr);
     if (*collector_command) {
       if (!slow_peer_text.empty()) collector.slow_peer_timeout_ns = *cli::parseDuration(slow_peer_text);
       if (metrics_option->count() > 0 && collector.metrics_address.empty()) {

@@ -75,7 +75,7 @@ json findingJson(const analysis::Finding& f) {
           {"fix", f.fix}};
 }
 
-json deviceJson(const DeviceAnalysis& d) {
+json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
   json gaps = json::array();
   for (const analysis::IdleGap& g : d.longest_gaps) {
     gaps.push_back({{"start_ns", g.start_ns},
@@ -95,7 +95,7 @@ json deviceJson(const DeviceAnalysis& d) {
           {"window_start_ns", d.window_start_ns},
           {"window_end_ns", d.window_end_ns},
           {"window_ns", d.window_end_ns - d.window_start_ns},
-          {"leading_ns", d.leading_ns},
+          {"leading_ns", kineto_trace ? json(nullptr) : json(d.leading_ns)},
           {"busy_ns", d.busy_ns},
           {"idle_ns", d.idle_ns},
           {"idle_fraction", d.idle_fraction},
@@ -111,7 +111,8 @@ json deviceJson(const DeviceAnalysis& d) {
           {"gap_count", d.gaps.count()},
           {"histogram", histogramJson(d.gaps)},
           {"longest_gaps", gaps},
-          {"hta_idle_by_stream", streams}};
+          {"hta_idle_by_stream", streams},
+          {"work_without_call", d.work_without_call}};
 }
 
 json syncPointsJson(const ProcessAnalysis& p) {
@@ -203,7 +204,7 @@ json htaJson(const std::optional<analysis::HtaView>& view) {
     if (s.has_kernel_wait) add("kernel_wait", s.kernel_wait_us);
     add("other", s.other_us);
   }
-  return {{"conventions", "HTA 0.6.1"},
+  return {{"conventions", std::string("HTA ") + analysis::htaReleaseName(h.release)},
           {"profiler_steps", h.profiler_steps},
           {"cut", h.cut},
           {"gpu_events", h.gpu_events},
@@ -239,7 +240,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
   bool first = true;
   json devices = json::array();
   for (const DeviceAnalysis& d : p.devices) {
-    devices.push_back(deviceJson(d));
+    devices.push_back(deviceJson(d, p.source.kineto_trace));
     window += d.window_end_ns - d.window_start_ns;
     busy += d.busy_ns;
     idle += d.idle_ns;
@@ -255,14 +256,25 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
   json probes = json::array();
   for (const std::string& probe : p.probes) probes.push_back(probe);
   const auto optional_int = [](const std::optional<int32_t>& v) { return v ? json(*v) : json(nullptr); };
+  const bool trace = p.source.kineto_trace;
+  json not_in_trace = json::array();
+  for (const std::string& key : p.source.not_in_trace) not_in_trace.push_back(key);
+  json trace_info = trace ? json{{"schema_version", p.source.trace_schema_version ? json(p.source.trace_schema_version)
+                                                                                  : json(nullptr)},
+                                 {"name", p.source.trace_name.empty() ? json(nullptr) : json(p.source.trace_name)},
+                                 {"sync_records", p.source.sync_records}}
+                          : json(nullptr);
   return {{"file", file},
+          {"source", trace ? "kineto_trace" : "recorder"},
+          {"not_in_trace", not_in_trace},
+          {"trace", trace_info},
           {"pid", p.pid},
           {"host", p.host},
           {"rank", optional_int(p.rank)},
           {"local_rank", optional_int(local_rank)},
           {"world_size", optional_int(world_size)},
           {"command_line", command_line},
-          {"ended", analysis::endingLabel(o)},
+          {"ended", trace ? json(nullptr) : json(analysis::endingLabel(o))},
           {"exit_status", o.goodbye && o.goodbye->has_exit_status() ? json(o.goodbye->exit_status()) : json(nullptr)},
           {"recorded_ns", o.spanNs()},
           {"probes", probes},
@@ -289,7 +301,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"busy_ns", busy},
           {"idle_ns", idle},
           {"idle_fraction", ratio(static_cast<double>(idle), static_cast<double>(window))},
-          {"leading_ns", leading},
+          {"leading_ns", trace ? json(nullptr) : json(leading)},
           {"idle_by_cause", causesJson(by_cause)},
           {"after_sync_ns", after_sync},
           {"findings", findings},

@@ -164,7 +164,11 @@ void printProcess(const ProcessAnalysis& p, const analysis::RecordingOverview& o
   }
   row(out, "recorded");
   if (o.spanNs() > 0) out << formatDuration(o.spanNs()) << ", ";
-  out << analysis::endingText(o) << '\n';
+  if (p.source.kineto_trace) {
+    out << "the profiler's window; how and when the process ended is not in the trace\n";
+  } else {
+    out << analysis::endingText(o) << '\n';
+  }
 
   std::vector<std::string> problems;
   if (o.read.skipped_frames > 0) {
@@ -208,7 +212,8 @@ void printProcess(const ProcessAnalysis& p, const analysis::RecordingOverview& o
   row(out, "events") << plural(o.api_calls, "API call", "API calls") << " ("
                      << plural(o.launches, "launch", "launches") << "), "
                      << plural(o.activities, "device activity", "device activities") << ", "
-                     << plural(o.nccl_calls, "NCCL call", "NCCL calls") << ", "
+                     << plural(o.nccl_calls, "NCCL call", "NCCL calls")
+                     << (p.source.kineto_trace && o.nccl_calls > 0 ? " (c10d ranges)" : "") << ", "
                      << plural(o.markers, "marker", "markers");
   if (o.step_markers > 0) out << " (" << plural(o.step_markers, "step", "steps") << ")";
   out << '\n';
@@ -320,7 +325,9 @@ void printDevices(const ProcessAnalysis& p, const analysis::AnalysisOptions& opt
   }
   uint64_t leading = UINT64_MAX;
   for (const DeviceAnalysis& d : p.devices) leading = std::min(leading, d.leading_ns);
-  if (leading != UINT64_MAX && leading > 0) {
+  if (p.source.kineto_trace) {
+    row(out, "start-up") << "not in trace: the trace begins with the profiler's window, not with the process\n";
+  } else if (leading != UINT64_MAX && leading > 0) {
     row(out, "start-up") << formatDuration(leading)
                          << " from process start to the first device activity (not in the windows below)\n";
   }
@@ -332,8 +339,14 @@ void printDevices(const ProcessAnalysis& p, const analysis::AnalysisOptions& opt
         << formatDuration(d.idle_ns) << " = " << formatPercent(d.idle_fraction) << " of the window\n";
     row(out, "") << plural(d.kernels, "kernel", "kernels") << ", " << plural(d.memcpys, "copy", "copies") << ", "
                  << plural(d.memsets, "memset", "memsets");
-    if (p.devices.size() > 1) out << "; first activity " << formatDuration(d.leading_ns) << " after process start";
+    if (p.devices.size() > 1 && !p.source.kineto_trace) {
+      out << "; first activity " << formatDuration(d.leading_ns) << " after process start";
+    }
     out << '\n';
+    if (p.source.kineto_trace && d.work_without_call > 0) {
+      row(out, "") << "of them " << formatCount(d.work_without_call)
+                   << " with no launch call in the trace (their gaps count as in no call)\n";
+    }
     if (d.idle_ns > 0) printIdleByCause(d, style, out);
     printGapHistogram(d.gaps, style, out);
     printLongestGaps(d, options, out);
@@ -342,6 +355,18 @@ void printDevices(const ProcessAnalysis& p, const analysis::AnalysisOptions& opt
 }
 
 // --- host side ------------------------------------------------------------------------------------
+
+// What a trace's sync numbers rest on: it records no blocking, no call sites, and (unless it has
+// cuda_sync records) not which work a stream or event sync waited for.
+void printTraceSyncLimits(const ProcessAnalysis& p, std::ostream& out) {
+  if (!p.source.kineto_trace) return;
+  out << "  " << padRight("blocking copies", 22) << "from copy names (Pageable), not measured\n";
+  if (p.source.sync_records == 0) {
+    out << "  " << padRight("sync waits", 22)
+        << "an upper bound: the trace has no cuda_sync records, so a stream or event sync waits like a device sync\n";
+  }
+  out << "  " << padRight("call sites", 22) << "(not recorded in the trace)\n";
+}
 
 void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
   out << '\n';
@@ -352,6 +377,7 @@ void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
   }
   if (count == 0) {
     row(out, "sync") << "no host call waited for the device\n";
+    printTraceSyncLimits(p, out);
     return;
   }
   // A sync point whose device had nothing left to do waits for nothing (its blocked time is 0):
@@ -376,6 +402,7 @@ void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
           << padLeft(formatDuration(site.total_ns), 11) << '\n';
     }
   }
+  printTraceSyncLimits(p, out);
 }
 
 void printLaunches(const ProcessAnalysis& p, const analysis::AnalysisOptions& options, std::ostream& out) {
@@ -431,8 +458,11 @@ void printNccl(const ProcessAnalysis& p, std::ostream& out) {
   out << '\n';
   bool any = n.comm_ns > 0;
   for (const analysis::NcclTypeStats& t : n.by_type) any = any || t.calls > 0 || t.kernels > 0;
+  uint64_t host_calls = 0;
+  for (const analysis::NcclTypeStats& t : n.by_type) host_calls += t.calls;
   if (!any) {
-    row(out, "nccl") << "no NCCL call or kernel recorded\n";
+    row(out, "nccl") << (p.source.kineto_trace ? "no NCCL kernel and no NCCL host calls in the trace\n"
+                                               : "no NCCL call or kernel recorded\n");
     return;
   }
   row(out, "nccl") << "communication " << formatDuration(n.comm_ns) << " = " << formatPercent(n.comm_share_of_busy)
@@ -444,6 +474,11 @@ void printNccl(const ProcessAnalysis& p, std::ostream& out) {
     out << "  " << padRight(printable(t.op), 16) << padLeft(formatCount(t.calls), 9) << padLeft(formatCount(t.bytes), 15)
         << padLeft(formatDuration(t.host_ns), 11) << padLeft(formatCount(t.kernels), 9)
         << padLeft(formatDuration(t.device_ns), 11) << '\n';
+  }
+  if (p.source.kineto_trace) {
+    out << "  " << (host_calls > 0 ? "host = c10d's range (record_param_comms, nccl:* annotations), not NCCL's own call"
+                                   : "no NCCL host calls in the trace")
+        << '\n';
   }
 }
 
@@ -478,17 +513,18 @@ void printHta(const ProcessAnalysis& p, std::ostream& out) {
   if (!p.hta) return;
   const analysis::HtaView& h = *p.hta;
   out << '\n';
-  row(out, "HTA view") << "HTA 0.6.1's numbers, with its conventions (docs/hta-parity.md)\n";
+  row(out, "HTA view") << "HTA " << analysis::htaReleaseName(h.release)
+                       << "'s numbers, with its conventions (docs/hta-parity.md)\n";
   row(out, "") << formatCount(h.gpu_events) << " of " << formatCount(h.gpu_events + h.gpu_events_dropped)
                << " GPU records kept: ";
   if (h.cut == "before_last_step_start") {
-    out << "launched before the last of " << h.profiler_steps << " ProfilerSteps began";
+    out << "launched before the last of " << h.profiler_steps << " ProfilerSteps began, with their CPU call";
   } else if (h.cut == "up_to_last_step_end") {
-    out << "launched up to the end of the only ProfilerStep";
+    out << "launched up to the end of the only ProfilerStep, with their CPU call";
   } else {
-    out << "all (no ProfilerStep)";
+    out << "all (no ProfilerStep: HTA filters nothing)";
   }
-  out << "; with their CPU call in the recording\n";
+  out << '\n';
   row(out, "temporal") << "kernel time " << formatCount(h.kernel_time_us) << " us: idle " << formatCount(h.idle_time_us)
                        << " us (" << fixed2(h.idle_time_pctg) << "%), compute " << formatCount(h.compute_time_us)
                        << " us (" << fixed2(h.compute_time_pctg) << "%), non-compute "
@@ -530,7 +566,9 @@ void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverv
   }
   if (o.health.batches_missing > 0) parts.push_back(plural(o.health.batches_missing, "batch", "batches") + " missing");
   out << '\n';
-  if (parts.empty()) {
+  if (p.source.kineto_trace && parts.empty()) {
+    row(out, "drops") << "not recorded by Kineto (it does not count lost CUPTI records)\n";
+  } else if (parts.empty()) {
     row(out, "drops") << "none\n";
   } else {
     std::string text;
@@ -557,7 +595,14 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   const ProcessAnalysis& p = content.analysis.processes[index];
   const analysis::RecordingOverview& o = content.overviews[index];
   out << style.bold("== " + printable(content.files[index]) + " ==") << '\n';
-  out << style.bold(analysis::verdict(p)) << "\n\n";
+  out << style.bold(analysis::verdict(p)) << '\n';
+  if (p.source.kineto_trace) {
+    row(out, "source") << "PyTorch profiler trace (Kineto)";
+    if (p.source.trace_schema_version != 0) out << ", schemaVersion " << p.source.trace_schema_version;
+    if (!p.source.trace_name.empty()) out << ", " << printable(p.source.trace_name);
+    out << '\n';
+  }
+  out << '\n';
   printFindings(p, style, out);
   printNotes(p, style, out);
   out << '\n';
@@ -594,10 +639,28 @@ void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
   }
 }
 
+// HTA's temporal breakdown per rank, as HTA's own table shows it (report --hta).
+void printHtaRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
+  bool any = false;
+  for (const ProcessAnalysis& p : report.processes) any = any || p.hta.has_value();
+  if (!any) return;
+  out << '\n' << "  " << padRight("HTA", 10) << padLeft("kernel time", 16) << padLeft("idle", 9) << padLeft("compute", 10)
+      << padLeft("non-compute", 13) << '\n';
+  for (const ProcessAnalysis& p : report.processes) {
+    if (!p.hta) continue;
+    const analysis::HtaView& h = *p.hta;
+    out << "  " << padRight(processLabel(p), 10) << padLeft(formatCount(h.kernel_time_us) + " us", 16)
+        << padLeft(fixed2(h.idle_time_pctg) + "%", 9) << padLeft(fixed2(h.compute_time_pctg) + "%", 10)
+        << padLeft(fixed2(h.non_compute_time_pctg) + "%", 13) << '\n';
+  }
+}
+
 void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out) {
   const analysis::AnalysisReport& report = content.analysis;
-  out << style.bold("== " + std::to_string(report.processes.size()) +
-                    " recordings, analysed together (one per rank) ==")
+  std::size_t traces = 0;
+  for (const ProcessAnalysis& p : report.processes) traces += p.source.kineto_trace ? 1 : 0;
+  const char* what = traces == 0 ? " recordings" : traces == report.processes.size() ? " PyTorch profiler traces" : " files";
+  out << style.bold("== " + std::to_string(report.processes.size()) + what + ", analysed together (one per rank) ==")
       << '\n';
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
     const ProcessAnalysis& p = report.processes[i];
@@ -605,6 +668,7 @@ void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& s
   }
   out << '\n';
   printRankTable(report, out);
+  printHtaRankTable(report, out);
   out << '\n';
   if (report.rank_waits.empty()) {
     row(out, "ranks") << "no collective shared by the ranks was recorded: nothing to say about who waited\n";

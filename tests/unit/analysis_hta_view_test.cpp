@@ -253,3 +253,56 @@ TEST_CASE("work held for the cut is folded as each step begins, in order") {
   CHECK(h.kernel_time_us == 100 * 48 + 10);  // [120, 130) to [4920, 4930)
   CHECK(h.idle_time_us == 100 * 48 + 10 - 49 * 10);
 }
+
+TEST_CASE("HTA 0.5.0 filters nothing in a trace with fewer than two steps") {
+  // One step ending at 200: 0.6.1 keeps work launched up to 200 with a call; 0.5.0 keeps all,
+  // the kernel without a call (corr 99) too.
+  AnalysisOptions options = withHta();
+  options.hta_release = HtaRelease::k0_5_0;
+  EngineFeed feed(options);
+  feed.add(launch(1, us(150), us(155), 1))
+      .add(launch(1, us(250), us(255), 2))
+      .add(step(v1::MARKER_KIND_STEP_BEGIN, us(100), 1))
+      .add(step(v1::MARKER_KIND_STEP_END, us(200), 1))
+      .add(kernelAt(us(120), us(130), 99))
+      .add(kernelAt(us(160), us(170), 1))
+      .add(kernelAt(us(260), us(270), 2));
+  const HtaView h = *feed.run().hta;
+  CHECK(h.release == HtaRelease::k0_5_0);
+  CHECK(h.cut == "all");
+  CHECK(h.gpu_events == 3);
+  CHECK(h.gpu_events_dropped == 0);
+  CHECK(h.kernel_time_us == 150);  // 270 - 120
+}
+
+TEST_CASE("HTA 0.5.0 drops work without a call once a second step shows up") {
+  AnalysisOptions options = withHta();
+  options.hta_release = HtaRelease::k0_5_0;
+  EngineFeed feed(options);
+  feed.add(launch(1, us(50), us(55), 1))
+      .add(step(v1::MARKER_KIND_STEP_BEGIN, us(100), 1))
+      .add(step(v1::MARKER_KIND_STEP_BEGIN, us(200), 2))
+      .add(kernelAt(us(60), us(70), 1))
+      .add(kernelAt(us(80), us(90), 99));  // no call: held until the second step, then dropped
+  const HtaView h = *feed.run().hta;
+  CHECK(h.cut == "before_last_step_start");
+  CHECK(h.gpu_events == 1);
+  CHECK(h.gpu_events_dropped == 1);
+}
+
+TEST_CASE("GPU work that starts before its call's timestamp still joins it") {
+  // The trace's GPU clock runs 3 us ahead of the CPU's here: the kernel of corr 2 starts at 20,
+  // its call at 22. HTA joins by id regardless of time, so it is kept and counted as a launch.
+  EngineFeed feed(withHta());
+  feed.name(v1::STRING_KIND_API_NAME, 1, "cudaLaunchKernel")
+      .add(named(launch(1, us(0), us(5), 1), 1))
+      .add(named(launch(1, us(22), us(30), 2), 1))
+      .add(kernelAt(us(10), us(15), 1))
+      .add(kernelAt(us(20), us(40), 2));
+  const HtaView h = *feed.run().hta;
+  CHECK(h.gpu_events == 2);
+  CHECK(h.gpu_events_dropped == 0);
+  CHECK(h.launches == 2);
+  CHECK(h.kernel_time_us == 30);
+  CHECK(h.idle_time_us == 5);
+}

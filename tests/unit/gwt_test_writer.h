@@ -3,7 +3,8 @@
 //
 // GwtBytes writes the file header and `<varint length><Frame>` frames and remembers where every
 // frame ends, so tests can cut a file at any offset and know what a reader must keep.
-// encodeBatch() is the recorder's side of the delta rules (events.proto), from absolute events.
+// encodeBatch() is the recorder's side of the delta rules (events.proto), from absolute events
+// (reader/batch_encoder.h, which `gapwatch import` writes with too).
 #pragma once
 
 #include "reader/events.h"

@@ -1,6 +1,8 @@
 """`gapwatch report --json` on the real PyTorch profiler (Kineto) traces of ../shared/data/kineto/:
 each is read (no error, not truncated, no late events) and its event counts (kernels, memcpys,
-memsets, launch calls) equal the counts Python's json and gzip find in the same file. First, with no
+memsets, launch calls; API calls once a thread's consecutive polls are merged; NCCL calls from
+record_param_comms and nccl:* annotations) equal the counts Python's json and gzip find in the same
+file by the rules of reader/kineto_host_events.h. First, with no
 data needed, a truncated trace is refused with exit 2 and one line.
 
     kineto_real_traces_test.py GAPWATCH REPO_ROOT
@@ -33,12 +35,73 @@ def base_name(name):
     return re.sub(r"_v[0-9]+$", "", name)
 
 
+# record_param_comms "Collective name"s that are NCCL operations (kineto_host_events.cpp's list).
+NCCL_OPS = {
+    "allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced", "broadcast", "broadcast_oop",
+    "reduce", "reduce_oop", "allgather", "all_gather", "allgather_base", "all_gather_base",
+    "allgather_coalesced", "allgather_into_tensor_coalesced", "all_gather_into_tensor",
+    "all_gather_into_tensor_coalesced", "reduce_scatter", "reduce_scatter_base", "reduce_scatter_tensor",
+    "reduce_scatter_tensor_coalesced", "all_to_all", "all_to_allv", "alltoall", "alltoall_base", "send",
+    "recv", "recv_anysource", "gather", "scatter",
+}
+QUERY_NAMES = {"cudaEventQuery", "cudaStreamQuery", "cuEventQuery", "cuStreamQuery"}
+
+
+def nccl_op(name):
+    return name[1:] if name.startswith("_") else name
+
+
+def api_calls_after_merging(events):
+    """Runtime and driver calls, a thread's consecutive polls of one API counted once."""
+    calls = 0
+    pending = {}  # tid -> (name, end)
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("cuda_runtime", "cuda_driver"):
+            continue
+        tid, name = e.get("tid"), e.get("name", "")
+        ts, dur = float(e["ts"]), float(e.get("dur", 0))
+        run = pending.get(tid)
+        if run and base_name(name) in QUERY_NAMES and name == run[0] and run[1] <= ts <= run[1] + 100:
+            pending[tid] = (name, max(run[1], ts + dur))
+            continue
+        if run:
+            calls += 1
+            del pending[tid]
+        if base_name(name) in QUERY_NAMES:
+            pending[tid] = (name, ts + dur)
+        else:
+            calls += 1
+    return calls + len(pending)
+
+
+def nccl_calls(events):
+    comms = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") == "record_param_comms"
+             and nccl_op(e.get("args", {}).get("Collective name", "")) in NCCL_OPS]
+    annotations = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                   and e.get("name", "").startswith("nccl:") and nccl_op(e["name"][5:]) in NCCL_OPS]
+    inside = sum(1 for a in annotations if any(
+        c["tid"] == a["tid"] and float(c["ts"]) <= float(a["ts"]) and
+        float(c["ts"]) + float(c["dur"]) >= float(a["ts"]) + float(a["dur"]) for c in comms))
+    return len(comms) + len(annotations) - inside
+
+
+def work_without_call(events):
+    """Kernels, copies and memsets whose correlation id no runtime or driver call has."""
+    calls = {e.get("args", {}).get("correlation") for e in events
+             if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+               and e.get("args", {}).get("correlation") not in calls)
+
+
 def expected_counts(path):
     opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8") as f:
         trace = json.load(f)
     counts = {"kernels": 0, "memcpys": 0, "memsets": 0, "launches": 0,
-              "rank": trace.get("distributedInfo", {}).get("rank")}
+              "rank": trace.get("distributedInfo", {}).get("rank"),
+              "api_calls": api_calls_after_merging(trace["traceEvents"]),
+              "nccl_calls": nccl_calls(trace["traceEvents"]),
+              "without_call": work_without_call(trace["traceEvents"])}
     for e in trace["traceEvents"]:
         if e.get("ph") != "X":
             continue
@@ -101,14 +164,20 @@ def main():
             "memsets": sum(d["memsets"] for d in p["devices"]),
             "launches": p["events"]["launches"],
             "rank": p.get("rank"),
+            "api_calls": p["events"]["api_calls"],
+            "nccl_calls": p["events"]["nccl_calls"],
+            "without_call": sum(d["work_without_call"] for d in p["devices"]),
         }
-        line = f"{name}: " + ", ".join(f"{k} {got[k]}" for k in ("kernels", "memcpys", "memsets", "launches"))
+        line = f"{name}: " + ", ".join(f"{k} {got[k]}" for k in ("kernels", "memcpys", "memsets", "launches",
+                                                                 "api_calls", "nccl_calls", "without_call"))
         print(line)
         for key in want:
             if got[key] != want[key]:
                 failures.append(f"{name}: {key} {got[key]} in the report, {want[key]} in the trace")
         if p.get("truncated"):
             failures.append(f"{name}: reported as truncated")
+        if p.get("source") != "kineto_trace":
+            failures.append(f"{name}: source {p.get('source')!r}, expected 'kineto_trace'")
         if p.get("late_events", 0) != 0:
             failures.append(f"{name}: {p['late_events']} late events")
     for f in failures:

@@ -1,0 +1,124 @@
+"""Synthetic PyTorch profiler (Kineto) traces, for checking report --hta against a live HTA beyond the
+six shared traces.
+
+Each trace is one rank of a made-up training loop, shaped like the real ones (the CPU-side block of
+ProfilerStep annotations first, then the device block with each GPU record near its runtime call,
+as Kineto writes them), with what HTA's rules turn on varied by a seed:
+- 0, 1 or several ProfilerSteps, and work launched in one step that runs in the next;
+- integer microseconds (older Kineto) or floats with three decimals and baseTimeNanoseconds
+  (newer Kineto, which HTA rounds);
+- several streams, back-to-back and overlapping records, idle gaps short and long;
+- kernels, NCCL kernels, copies, memsets, CUDA sync records, a graph launch (several kernels, one
+  correlation id), kernels with no runtime call in the trace;
+- the four runtime calls HTA's launch statistics take, and others it does not.
+Times never give a record shorter than 1 us: HTA gives a negative length to a record that rounds
+to an end before its start, which gapwatch makes empty (docs/hta-parity.md, rule 4).
+
+    kineto_trace_generator.py SEED OUT.json[.gz]
+"""
+import gzip
+import json
+import random
+import sys
+
+COMPUTE = ["volta_sgemm_128x64_nn", "void at::native::vectorized_elementwise_kernel<4>()",
+           "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_tn", "void cunn_SoftMaxForward<4>()"]
+NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+
+
+def generate(seed):
+    rng = random.Random(seed)
+    floats = rng.random() < 0.5
+    steps = rng.choice([0, 1, 2, 3, 5])
+    streams = rng.sample([7, 13, 20, 24], rng.randint(1, 3))
+    pid, tid = 4000 + seed, 4000 + seed
+    cpu, dev = [], []
+    correlation = 100
+    # Integer microseconds, plus thousandths when the trace writes floats.
+    t0 = 1_700_000_000_000 if floats else 1_695_835_542_000_000
+
+    def when(us, frac):
+        return round(us + frac / 1000.0, 3) if floats else us
+
+    def frac():
+        return rng.randint(0, 999) if floats else 0
+
+    host = 0
+    free = {s: 0 for s in streams}
+    step_bounds = []
+    loops = max(steps, 1) + rng.randint(0, 1)
+    for step in range(loops):
+        step_start = host
+        for _ in range(rng.randint(15, 40)):
+            host += rng.randint(1, 40)
+            kind = rng.choices(["kernel", "exc", "memcpy", "memset", "nccl", "graph", "sync", "other", "orphan"],
+                               [40, 5, 8, 5, 6, 2, 4, 5, 3])[0]
+            stream = rng.choice(streams)
+            correlation += 1
+            call_dur = rng.choice([rng.randint(2, 20), rng.randint(2, 20), rng.randint(30, 120)])
+            names = {"kernel": "cudaLaunchKernel", "exc": "cudaLaunchKernelExC", "memcpy": "cudaMemcpyAsync",
+                     "memset": "cudaMemsetAsync", "nccl": "cudaLaunchKernel", "graph": "cudaGraphLaunch",
+                     "sync": "cudaStreamSynchronize", "other": "cudaEventRecord", "orphan": None}
+            call_ts, call_frac = t0 + host, frac()
+            if names[kind] is not None:
+                dev.append({"ph": "X", "cat": "cuda_runtime", "name": names[kind], "pid": pid, "tid": tid,
+                            "ts": when(call_ts, call_frac), "dur": when(call_dur, 0),
+                            "args": {"cbid": 211, "correlation": correlation, "External id": correlation}})
+            host += call_dur
+            if kind == "other":
+                continue
+            if kind == "sync":
+                end = max(free[stream], host)
+                dev.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": stream,
+                            "ts": when(t0 + host - call_dur + 1, 0), "dur": when(max(1, end - (host - call_dur + 1)), 0),
+                            "args": {"cuda_sync_kind": "Stream Sync", "stream": stream, "device": 0,
+                                     "correlation": correlation}})
+                host = max(host, end + 1)
+                continue
+            pieces = rng.randint(2, 4) if kind == "graph" else 1
+            for _ in range(pieces):
+                gap = rng.choice([0, 1, rng.randint(2, 29), rng.randint(30, 400)])
+                start = max(free[stream] + gap, host + rng.randint(0, 50))
+                if rng.random() < 0.05 and free[stream] > 2:
+                    start = free[stream] - 1  # overlaps the previous record on its stream
+                dur = rng.randint(1, 300)
+                if kind in ("memcpy",):
+                    name, cat = rng.choice(["Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)"]), "gpu_memcpy"
+                elif kind == "memset":
+                    name, cat = "Memset (Device)", "gpu_memset"
+                elif kind == "nccl":
+                    name, cat = NCCL, "kernel"
+                else:
+                    name, cat = rng.choice(COMPUTE), "kernel"
+                # An orphan's correlation matches no runtime call (HTA drops it).
+                corr = correlation + 1_000_000 if kind == "orphan" else correlation
+                dev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
+                            "ts": when(t0 + start, frac()), "dur": when(dur, 0),
+                            "args": {"device": 0, "stream": stream, "correlation": corr, "External id": corr}})
+                free[stream] = max(free[stream], start + dur)
+        step_bounds.append((step_start, host))
+        host += rng.randint(0, 500)
+    for number, (start, end) in enumerate(step_bounds[:steps]):
+        cpu.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{number + 10}", "pid": pid, "tid": tid,
+                    "ts": when(t0 + start, 0), "dur": when(max(1, end - start), 0),
+                    "args": {"External id": number + 1}})
+    # Kineto writes a GPU record a little before its runtime call in the device block.
+    for i in range(len(dev) - 1):
+        if dev[i]["cat"] == "cuda_runtime" and dev[i + 1]["cat"] != "cuda_runtime" and rng.random() < 0.7:
+            dev[i], dev[i + 1] = dev[i + 1], dev[i]
+    trace = {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": seed % 4, "world_size": 4},
+             "traceEvents": cpu + dev}
+    if floats:
+        trace["baseTimeNanoseconds"] = 1711964646000000000
+    return trace
+
+
+def main(argv):
+    seed, out = int(argv[1]), argv[2]
+    data = json.dumps(generate(seed)).encode()
+    with (gzip.open(out, "wb") if out.endswith(".gz") else open(out, "wb")) as f:
+        f.write(data)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

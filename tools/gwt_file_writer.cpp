@@ -1,0 +1,164 @@
+// tools/gwt_file_writer.cpp: see gwt_file_writer.h.
+#include "tools/gwt_file_writer.h"
+
+#include "reader/batch_encoder.h"
+
+#include <gapwatch/recording_format.h>
+#include <gapwatch/v1/stream.pb.h>
+#include <gapwatch/wire_primitives.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <utility>
+
+namespace gapwatch::cli {
+namespace {
+
+// String definitions of one batch beyond this go first, in batches of their own, so that no
+// frame passes the readers' kMaxFrameBytes (a trace's first batch defines every kernel name).
+constexpr std::size_t kMaxStringBytesPerBatch = kMaxFrameBytes / 2;
+
+std::string directoryOf(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string baseNameOf(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+GwtFileWriter::GwtFileWriter(std::string destination, bool replace)
+    : destination_(std::move(destination)), replace_(replace) {
+  const std::string dir = directoryOf(destination_);
+  temporary_ = (dir == "/" ? "" : dir) + "/." + baseNameOf(destination_) + ".tmp-" + std::to_string(getpid());
+}
+
+GwtFileWriter::~GwtFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temporary_.empty()) ::unlink(temporary_.c_str());
+}
+
+void GwtFileWriter::fail(std::string message) {
+  if (error_.empty()) error_ = std::move(message);
+}
+
+bool GwtFileWriter::open() {
+  ::unlink(temporary_.c_str());  // a leftover of this pid's own earlier run
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    fail(std::string("cannot create a file in ") + directoryOf(destination_) + ": " + strerror(errno));
+    return false;
+  }
+  std::string header(reinterpret_cast<const char*>(kFileMagic), sizeof kFileMagic);
+  for (int i = 0; i < 4; ++i) header += static_cast<char>((kFileFormatVersion >> (8 * i)) & 0xff);
+  writeBytes(header);
+  return error_.empty();
+}
+
+void GwtFileWriter::writeBytes(const std::string& bytes) {
+  if (fd_ < 0 || !error_.empty()) return;
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      fail("cannot write: " + std::string(n < 0 ? strerror(errno) : "no progress"));
+      return;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  bytes_ += bytes.size();
+}
+
+void GwtFileWriter::writeFrame(const v1::Frame& frame) {
+  std::string body;
+  if (!frame.SerializeToString(&body)) return fail("cannot serialise a frame");
+  if (body.size() > kMaxFrameBytes) {
+    return fail("a frame of " + std::to_string(body.size()) + " bytes is over the " +
+                std::to_string(kMaxFrameBytes >> 20) + " MiB frame limit");
+  }
+  std::string out;
+  wire::appendVarint(out, body.size());
+  out += body;
+  writeBytes(out);
+  ++frames_;
+}
+
+void GwtFileWriter::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
+  v1::Frame frame;
+  *frame.mutable_hello() = hello;
+  if (frame.hello().wire_version() == 0) frame.mutable_hello()->set_wire_version(kWireVersion);
+  writeFrame(frame);
+}
+
+void GwtFileWriter::onBatch(const DecodedBatch& batch, const StringTable& /*strings*/) {
+  std::size_t string_bytes = 0;
+  for (const StringDefinition& s : batch.strings) string_bytes += s.text.size();
+  const DecodedBatch* events = &batch;
+  DecodedBatch without_strings;
+  if (string_bytes > kMaxStringBytesPerBatch) {
+    // The definitions first, in batches of their own; a string is defined before any event of
+    // the batch that uses it either way.
+    DecodedBatch chunk;
+    std::size_t chunk_bytes = 0;
+    const auto flush = [&] {
+      chunk.sequence = sequence_++;
+      chunk.base_time_ns = batch.base_time_ns;
+      v1::Frame frame;
+      *frame.mutable_batch() = encodeEventBatch(chunk);
+      writeFrame(frame);
+      chunk.strings.clear();
+      chunk_bytes = 0;
+    };
+    for (const StringDefinition& s : batch.strings) {
+      if (chunk_bytes > 0 && chunk_bytes + s.text.size() > kMaxStringBytesPerBatch) flush();
+      chunk.strings.push_back(s);
+      chunk_bytes += s.text.size();
+    }
+    if (!chunk.strings.empty()) flush();
+    without_strings = batch;
+    without_strings.strings.clear();
+    events = &without_strings;
+  }
+  v1::Frame frame;
+  *frame.mutable_batch() = encodeEventBatch(*events);
+  frame.mutable_batch()->set_sequence(sequence_++);
+  writeFrame(frame);
+}
+
+void GwtFileWriter::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*offset*/) {
+  v1::Frame frame;
+  *frame.mutable_goodbye() = goodbye;
+  frame.mutable_goodbye()->set_batches(sequence_);
+  writeFrame(frame);
+}
+
+bool GwtFileWriter::commit() {
+  if (fd_ < 0) fail("nothing was written");
+  if (error_.empty() && ::fsync(fd_) != 0) fail(std::string("cannot write: ") + strerror(errno));
+  if (fd_ >= 0 && ::close(fd_) != 0) fail(std::string("cannot write: ") + strerror(errno));
+  fd_ = -1;
+  if (!error_.empty()) return false;
+  // Without `replace`, renameat2's RENAME_NOREPLACE refuses a destination that appeared meanwhile.
+  const int rc = replace_ ? ::rename(temporary_.c_str(), destination_.c_str())
+                          : ::renameat2(AT_FDCWD, temporary_.c_str(), AT_FDCWD, destination_.c_str(), RENAME_NOREPLACE);
+  if (rc != 0) {
+    fail(errno == EEXIST ? std::string("exists (give --force to replace it)")
+                         : std::string("cannot write: ") + strerror(errno));
+    return false;
+  }
+  committed_ = true;
+  return true;
+}
+
+}  // namespace gapwatch::cli
