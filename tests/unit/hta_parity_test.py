@@ -6,7 +6,8 @@ HTA's numbers, with the tolerances of hta_parity.py (issue 11).
         directory, each reference's traces in one report (the sampled pair: two processes).
     hta_parity_test.py live GAPWATCH REPO_ROOT BUILD_DIR
         against HTA run now: each trace alone in a temporary trace_dir (a symlink), HTA's TraceAnalysis
-        with its defaults, the four analyses of the data README. HTA's Python: GAPWATCH_HTA_PYTHON,
+        with its defaults, the four analyses of the data README; gapwatch with --hta-release of the
+        HTA that runs (0.5.0 for 0.5.x, else 0.6.1). HTA's Python: GAPWATCH_HTA_PYTHON,
         else BUILD_DIR/hta-venv/bin/python (scripts/setup.sh puts it there), else this Python.
 
 The traces are found at REPO_ROOT/../shared/data/kineto, or where GAPWATCH_KINETO_DATA points. Where
@@ -40,9 +41,10 @@ def list_traces(data):
     return traces
 
 
-def gapwatch_report(gapwatch, paths):
-    """The parsed `report --json --hta` document, or a failure line."""
-    run = subprocess.run([gapwatch, "report", "--json", "--hta", *paths], capture_output=True, text=True,
+def gapwatch_report(gapwatch, paths, release=None):
+    """The parsed `report --json --hta` document (with that HTA release's rules), or a failure line."""
+    flags = ["--hta-release", release] if release else []
+    run = subprocess.run([gapwatch, "report", "--json", "--hta", *flags, *paths], capture_output=True, text=True,
                          timeout=300)
     if run.returncode != 0:
         return None, f"gapwatch report --json --hta exit {run.returncode}: {run.stderr.strip()[:500]}"
@@ -131,7 +133,10 @@ def run_live(gapwatch, repo_root, build_dir):
         print(f"skipped: HTA (holistictraceanalysis) cannot be imported by {python} ({last}); "
               "scripts/setup.sh installs it into <build>/hta-venv, or set GAPWATCH_HTA_PYTHON")
         return SKIP
-    print(f"HTA {probe.stdout.strip()} from {python}")
+    version = probe.stdout.strip()
+    # gapwatch follows the rules of the release that runs (they differ under two ProfilerSteps).
+    release = "0.5.0" if version.startswith("(0, 5") else "0.6.1"
+    print(f"HTA {version} from {python}: gapwatch --hta-release {release}")
     traces = list_traces(data_dir(repo_root))
     if traces is None:
         return SKIP
@@ -151,7 +156,7 @@ def run_live(gapwatch, repo_root, build_dir):
         reference = json.loads(run.stdout)
         print(f"{name}: HTA {reference['hta_version']} load {reference['load_s']} s, "
               f"analyses {reference['analysis_s']} s")
-        report, error = gapwatch_report(gapwatch, [path])
+        report, error = gapwatch_report(gapwatch, [path], release)
         if error:
             failures.append(f"{name}: {error}")
             continue
