@@ -5,6 +5,10 @@
 #include <array>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace gapwatch {
 namespace {
 
@@ -51,6 +55,42 @@ const char* findQuoteOrBackslash(const char* p, const char* end) {
 }
 
 constexpr std::size_t kMaxScalarBytes = 4096;
+
+#if defined(__SSE2__)
+// SSE2 is part of x86-64 itself, so this needs no run-time check. For 64 bytes, one bit per byte:
+// which are a quote, a backslash, an opening or a closing bracket.
+struct BlockMasks {
+  uint64_t quote, backslash, open, close;
+};
+
+BlockMasks masksOf(const char* p) {
+  BlockMasks m{0, 0, 0, 0};
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  const __m128i brace_open = _mm_set1_epi8('{'), bracket_open = _mm_set1_epi8('[');
+  const __m128i brace_close = _mm_set1_epi8('}'), bracket_close = _mm_set1_epi8(']');
+  for (int i = 0; i < 4; ++i) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    const auto bits = [&](__m128i x) { return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(x))) << (16 * i); };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+    m.open |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, brace_open), _mm_cmpeq_epi8(v, bracket_open)));
+    m.close |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, brace_close), _mm_cmpeq_epi8(v, bracket_close)));
+  }
+  return m;
+}
+
+// Bit i set when an odd number of bits at or below i are set: with quote bits, the bytes from an
+// opening quote up to (not including) its closing one.
+uint64_t prefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+#endif
 
 }  // namespace
 
@@ -133,38 +173,74 @@ JsonSplitter::Scan JsonSplitter::scanValue(bool keep, std::string_view* text) {
       while (p < end && isScalarByte(static_cast<uint8_t>(*p))) ++p;
       done = p < end;
     } else {
-      while (p < end) {
-        if (in_string_) {
-          if (escaped) {
-            escaped = false;
-            ++p;
+      while (p < end && !done) {
+        const char* limit = end;
+#if defined(__SSE2__)
+        // 64 bytes at a time while there is no backslash in them (an escape is rare in a trace:
+        // such a block takes the byte loop below): strings from the quotes' running parity, then
+        // only the brackets outside strings are looked at, one by one. A string value at depth 0
+        // (it ends at its closing quote) is left to the byte loop.
+        if (!escaped && depth > 0 && end - p >= 64) {
+          const BlockMasks m = masksOf(p);
+          if (m.backslash == 0) {
+            const uint64_t inside = prefixXor(m.quote) ^ (in_string_ ? ~uint64_t{0} : 0);
+            uint64_t brackets = (m.open | m.close) & ~inside;
+            while (brackets != 0) {
+              const int bit = __builtin_ctzll(brackets);
+              brackets &= brackets - 1;
+              if ((m.open >> bit) & 1) {
+                if (++depth > max_depth) {
+                  pos_ = static_cast<std::size_t>(p - base) + static_cast<std::size_t>(bit);
+                  return Scan::kTooDeep;
+                }
+              } else if (--depth == 0) {
+                p += bit + 1;
+                in_string_ = false;
+                done = true;
+                break;
+              }
+            }
+            if (done) break;
+            in_string_ = (inside >> 63) != 0;
+            p += 64;
             continue;
           }
-          p = findQuoteOrBackslash(p, end);
-          if (p == end) break;
-          if (*p++ == '\\') {
-            escaped = true;
+          limit = p + 64;
+        }
+#endif
+        while (p < limit) {
+          if (in_string_) {
+            if (escaped) {
+              escaped = false;
+              ++p;
+              continue;
+            }
+            p = findQuoteOrBackslash(p, limit);
+            if (p == limit) break;
+            if (*p++ == '\\') {
+              escaped = true;
+              continue;
+            }
+            in_string_ = false;
+            if (depth == 0) {
+              done = true;
+              break;
+            }
             continue;
           }
-          in_string_ = false;
-          if (depth == 0) {
+          const uint8_t cls = kClass[static_cast<uint8_t>(*p++)];
+          if (cls == kPlain) continue;
+          if (cls == kQuote) {
+            in_string_ = true;
+          } else if (cls == kOpen) {
+            if (++depth > max_depth) {
+              pos_ = static_cast<std::size_t>(p - base) - 1;
+              return Scan::kTooDeep;
+            }
+          } else if (--depth == 0) {
             done = true;
             break;
           }
-          continue;
-        }
-        const uint8_t cls = kClass[static_cast<uint8_t>(*p++)];
-        if (cls == kPlain) continue;
-        if (cls == kQuote) {
-          in_string_ = true;
-        } else if (cls == kOpen) {
-          if (++depth > max_depth) {
-            pos_ = static_cast<std::size_t>(p - base) - 1;
-            return Scan::kTooDeep;
-          }
-        } else if (--depth == 0) {
-          done = true;
-          break;
         }
       }
     }
