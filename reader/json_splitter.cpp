@@ -55,6 +55,8 @@ const char* findQuoteOrBackslash(const char* p, const char* end) {
 }
 
 constexpr std::size_t kMaxScalarBytes = 4096;
+// The buffer starts this small (a small trace costs little) and reads are never shorter.
+constexpr std::size_t kMinReadBytes = std::size_t{64} << 10;
 
 #if defined(__SSE2__)
 // SSE2 is part of x86-64 itself, so this needs no run-time check. For 64 bytes, one bit per byte:
@@ -102,23 +104,29 @@ const std::string& JsonSplitter::failure() const { return error_.empty() ? sourc
 
 bool JsonSplitter::readMore() {
   if (eof_) return false;
-  // Drop what nobody needs any more, then make room for a block.
-  const uint64_t keep = std::min<uint64_t>(std::max(keep_from_, base_offset_), offset());
-  const std::size_t drop = static_cast<std::size_t>(keep - base_offset_);
-  if (drop > 0) {
-    std::memmove(buffer_.get(), buffer_.get() + drop, end_ - drop);
-    end_ -= drop;
-    pos_ -= drop;
-    base_offset_ += drop;
+  // A read goes into the free space at the end; only when that is short are the bytes nobody needs
+  // any more dropped (one move per buffer's worth), and only then does the buffer grow (doubling,
+  // so that sources returning a few bytes a read cost no copy per read).
+  const std::size_t min_read = std::min<std::size_t>(limits_.block_bytes, kMinReadBytes);
+  if (capacity_ - end_ < min_read) {
+    const uint64_t keep = std::min<uint64_t>(std::max(keep_from_, base_offset_), offset());
+    const std::size_t drop = static_cast<std::size_t>(keep - base_offset_);
+    if (drop > 0) {
+      std::memmove(buffer_.get(), buffer_.get() + drop, end_ - drop);
+      end_ -= drop;
+      pos_ -= drop;
+      base_offset_ += drop;
+    }
+    if (capacity_ - end_ < min_read) {
+      const std::size_t capacity = std::max({capacity_ * 2, end_ + min_read, kMinReadBytes});
+      std::unique_ptr<char[]> grown(new char[capacity]);
+      if (end_ > 0) std::memcpy(grown.get(), buffer_.get(), end_);
+      buffer_ = std::move(grown);
+      capacity_ = capacity;
+    }
   }
-  if (capacity_ - end_ < limits_.block_bytes) {
-    const std::size_t capacity = end_ + limits_.block_bytes;
-    std::unique_ptr<char[]> grown(new char[capacity]);
-    if (end_ > 0) std::memcpy(grown.get(), buffer_.get(), end_);
-    buffer_ = std::move(grown);
-    capacity_ = capacity;
-  }
-  const std::size_t n = source_.read(std::span<uint8_t>(reinterpret_cast<uint8_t*>(buffer_.get() + end_), limits_.block_bytes));
+  const std::size_t room = std::min(capacity_ - end_, limits_.block_bytes);
+  const std::size_t n = source_.read(std::span<uint8_t>(reinterpret_cast<uint8_t*>(buffer_.get() + end_), room));
   if (n == 0) {
     eof_ = true;
     return false;

@@ -333,6 +333,17 @@ std::string at(uint64_t index, std::string_view field = {}) {
 
 std::string byteText(uint64_t offset) { return "byte " + std::to_string(offset); }
 
+// Text from the trace as a message may quote it: at most `max` bytes, anything but printable
+// ASCII as '?', so that a message stays one readable line whatever the bytes were.
+std::string quoted(std::string_view text, std::size_t max = 32) {
+  std::string out(text.substr(0, max));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  if (text.size() > max) out += "...";
+  return out;
+}
+
 std::optional<std::string> malformed(simdjson::error_code e, const std::string& where) {
   return "malformed JSON in " + where + " (" + errorText(e) + ")";
 }
@@ -367,7 +378,7 @@ std::optional<std::string> intField(const RawNumber& n, int64_t& value, bool& ha
   has = false;
   if (!n.present) return std::nullopt;
   if (!n.is_number) return at(index, field) + " is not a number";
-  if (!parseInt(n.text, value)) return at(index, field) + " is not an integer (" + std::string(n.text.substr(0, 32)) + ")";
+  if (!parseInt(n.text, value)) return at(index, field) + " is not an integer (" + quoted(n.text) + ")";
   has = true;
   return std::nullopt;
 }
@@ -553,11 +564,13 @@ std::optional<std::string> walkTopLevel(JsonSplitter& s, MetadataParser& parser,
       return scanError(scan, s, "a top-level key");
     }
     // Raw, escapes kept: a key written with escapes is one the import does not know.
-    const std::string key(key_text.substr(1, std::min<std::size_t>(key_text.size() - 2, 64)));
+    // A copy (the view dies with the next read), long enough to tell the keys used apart.
+    const std::string raw_key(key_text.substr(1, std::min<std::size_t>(key_text.size() - 2, 65)));
+    const std::string key = quoted(raw_key, 64);
     c = s.peek();
     if (c != ':') return c < 0 ? cutShort(s, "after the key " + key) : "expected ':' after the key " + key + " (" + byteText(s.offset()) + ")";
     s.take();
-    if (key == "traceEvents") {
+    if (raw_key == "traceEvents") {
       if (has_events) return std::string("traceEvents appears twice");
       has_events = true;
       c = s.peek();
@@ -568,7 +581,7 @@ std::optional<std::string> walkTopLevel(JsonSplitter& s, MetadataParser& parser,
       } else if (auto scan = s.scanValue(false); scan != JsonSplitter::Scan::kDone) {
         return scanError(scan, s, "traceEvents");
       }
-    } else if (key == "distributedInfo" || key == "baseTimeNanoseconds") {
+    } else if (raw_key == "distributedInfo" || raw_key == "baseTimeNanoseconds") {
       std::string_view value;
       if (auto scan = s.scanValue(true, &value); scan != JsonSplitter::Scan::kDone) return scanError(scan, s, key);
       GW_TRY(parser.parse(key, value, meta));
@@ -832,7 +845,7 @@ class TraceReader {
   std::optional<std::string> parseBatch(std::string_view region, uint64_t first, uint64_t count) {
     const std::size_t length = region.size() + 2;
     if (batch_capacity_ < length + simdjson::SIMDJSON_PADDING) {
-      batch_capacity_ = std::max(length + simdjson::SIMDJSON_PADDING, kParseBatchBytes * 2);
+      batch_capacity_ = std::max(2 * length, std::size_t{64} << 10) + simdjson::SIMDJSON_PADDING;
       batch_.reset(new char[batch_capacity_]);
     }
     batch_[0] = '[';
@@ -911,15 +924,15 @@ class TraceReader {
     uint64_t step = 0;
     if (category == Category::kUserAnnotation && !profilerStep(raw.name, step)) return std::nullopt;
 
-    if (!raw.ts.present) return at(index) + " (" + std::string(raw.cat) + ") has no ts";
+    if (!raw.ts.present) return at(index) + " (" + quoted(raw.cat) + ") has no ts";
     if (!raw.ts.is_number) return at(index, "ts") + " is not a number";
     if (raw.dur.present && !raw.dur.is_number) return at(index, "dur") + " is not a number";
     uint64_t ts = 0, dur = 0;
     if (!microsToNs(raw.ts.text, ts)) {
-      return at(index, "ts") + " is not a non-negative decimal number (" + std::string(raw.ts.text.substr(0, 32)) + ")";
+      return at(index, "ts") + " is not a non-negative decimal number (" + quoted(raw.ts.text) + ")";
     }
     if (raw.dur.present && !microsToNs(raw.dur.text, dur)) {
-      return at(index, "dur") + " is not a non-negative decimal number (" + std::string(raw.dur.text.substr(0, 32)) + ")";
+      return at(index, "dur") + " is not a non-negative decimal number (" + quoted(raw.dur.text) + ")";
     }
     int64_t correlation = 0, stream = 0, bytes = 0, cbid = 0, device = 0;
     bool has_correlation = false, has_stream = false, has_bytes = false, has_cbid = false, has_device = false;

@@ -37,6 +37,11 @@
 // of their time: they are held in a side list and handed over in front of the first batch that
 // reaches their time. So memory is the blocks, one parse batch, one handed-over batch and the held
 // steps, whatever the trace's size (KinetoCounts.max_held_events, max_buffered_bytes).
+// Speed: simdjson's stage 1 (the SIMD pass that indexes a batch) is picked at run time by
+// libsimdjson (get_active_implementation(): icelake, haswell, westmere or fallback), so the build
+// needs no -march. On-Demand's compile-time "builtin" implementation (fallback without -mavx2)
+// covers only the walk over that index; built for haswell it measured no faster on train_control,
+// so it is not compiled per instruction set (which would risk AVX2 copies of shared inline code).
 //
 // Known limits (docs/usage.md, "Reading PyTorch profiler traces"):
 //   - metadata after traceEvents: Hello needs distributedInfo (rank, world size) and, when times
