@@ -57,6 +57,8 @@ const char* findQuoteOrBackslash(const char* p, const char* end) {
 constexpr std::size_t kMaxScalarBytes = 4096;
 // The buffer starts this small (a small trace costs little) and reads are never shorter.
 constexpr std::size_t kMinReadBytes = std::size_t{64} << 10;
+// Past its capacity the buffer has room for frameArray()'s ']' and simdjson's padding.
+constexpr std::size_t kSlackBytes = 1 + 64;
 
 #if defined(__SSE2__)
 // SSE2 is part of x86-64 itself, so this needs no run-time check. For 64 bytes, one bit per byte:
@@ -117,9 +119,10 @@ bool JsonSplitter::readMore() {
       pos_ -= drop;
       base_offset_ += drop;
     }
-    if (capacity_ - end_ < min_read) {
+    // Grown also when what is kept fills a quarter of it, so that moves copy at most that much.
+    if (capacity_ - end_ < min_read || end_ > capacity_ / 4) {
       const std::size_t capacity = std::max({capacity_ * 2, end_ + min_read, kMinReadBytes});
-      std::unique_ptr<char[]> grown(new char[capacity]);
+      std::unique_ptr<char[]> grown(new char[capacity + kSlackBytes]);
       if (end_ > 0) std::memcpy(grown.get(), buffer_.get(), end_);
       buffer_ = std::move(grown);
       capacity_ = capacity;
@@ -268,6 +271,21 @@ JsonSplitter::Scan JsonSplitter::scanValue(bool keep, std::string_view* text) {
 }
 
 void JsonSplitter::keepFrom(uint64_t from) { keep_from_ = from; }
+
+std::string_view JsonSplitter::frameArray(uint64_t from, uint64_t to) {
+  char* const first = buffer_.get() + (from - base_offset_) - 1;
+  char* const last = buffer_.get() + (to - base_offset_);
+  framed_at_ = last;
+  framed_byte_ = *last;  // within the slack when `to` is the end of what was read
+  *first = '[';
+  *last = ']';
+  return std::string_view(first, static_cast<std::size_t>(last - first) + 1);
+}
+
+void JsonSplitter::unframe() {
+  if (framed_at_ != nullptr) *framed_at_ = framed_byte_;
+  framed_at_ = nullptr;
+}
 
 std::string_view JsonSplitter::view(uint64_t from, uint64_t to) const {
   return std::string_view(buffer_.get() + (from - base_offset_), static_cast<std::size_t>(to - from));

@@ -61,6 +61,14 @@ class JsonSplitter {
   void keepFrom(uint64_t from);
   // A view of buffered bytes [from, to) (offsets); valid until the next read.
   std::string_view view(uint64_t from, uint64_t to) const;
+  // Values [from, to) as a JSON array, in place, for simdjson without a copy: '[' over the byte
+  // before `from` (which must still be kept: keepFrom(from - 1)), ']' over the byte at `to`.
+  // At least simdjson's padding (64 bytes) of readable memory follows. unframe() puts the byte at
+  // `to` back; it must be called before anything else is read.
+  std::string_view frameArray(uint64_t from, uint64_t to);
+  void unframe();
+  // Bytes readable after the end of a frameArray() view.
+  static constexpr std::size_t kPaddingAfterFrame = 64;
 
   // Why the data ended early: the source's error, or the splitter's own limit.
   const std::string& failure() const;
@@ -80,6 +88,8 @@ class JsonSplitter {
   bool eof_ = false;
   bool in_string_ = false;
   std::string error_;
+  char* framed_at_ = nullptr;
+  char framed_byte_ = 0;
 };
 
 }  // namespace gapwatch

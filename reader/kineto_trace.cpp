@@ -383,6 +383,26 @@ std::optional<std::string> intField(const RawNumber& n, int64_t& value, bool& ha
   return std::nullopt;
 }
 
+// A key's text up to its closing quote, so that one length switch picks the few keys used (a key
+// with an escape in it matches none of them). The closing quote is there: simdjson's stage 1
+// checked the strings, and its padding follows the text.
+std::string_view keyText(const od::raw_json_string& key) {
+  const char* p = key.raw();
+  const void* q = std::memchr(p, '"', 64);
+  return q == nullptr ? std::string_view() : std::string_view(p, static_cast<std::size_t>(static_cast<const char*>(q) - p));
+}
+
+// ph and cat, on every event: their raw text without unescaping it (a value with an escape, or
+// over 63 bytes, matches none of the names used, and is not copied).
+std::optional<std::string> shortString(od::value& v, std::string_view& out, uint64_t index, std::string_view field) {
+  od::raw_json_string text;
+  if (auto e = v.get_raw_json_string().get(text)) {
+    return e == simdjson::INCORRECT_TYPE ? at(index, field) + " is not a string" : malformed(e, at(index, field));
+  }
+  out = keyText(text);
+  return std::nullopt;
+}
+
 #define GW_TRY(expr)                                \
   do {                                              \
     if (auto gw_error_ = (expr)) return gw_error_;  \
@@ -392,7 +412,7 @@ std::optional<std::string> parseArgs(od::object args, RawEvent& raw, uint64_t in
   for (auto field_result : args) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return malformed(e, at(index, "args"));
-    const od::raw_json_string key = field.key();
+    const std::string_view key = keyText(field.key());
     od::value v = field.value();
     if (key == "correlation") {
       GW_TRY(rawNumber(v, raw.correlation, index, "args.correlation"));
@@ -413,42 +433,47 @@ std::optional<std::string> parseArgs(od::object args, RawEvent& raw, uint64_t in
   return std::nullopt;
 }
 
+std::optional<std::string> parsePidOrTid(od::value& v, RawEvent& raw, uint64_t index, bool is_pid) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return malformed(e, at(index, is_pid ? "pid" : "tid"));
+  if (type == od::json_type::string) {
+    std::string_view text;
+    GW_TRY(stringValue(v, text, index, is_pid ? "pid" : "tid"));
+    // A pid given as text (some exporters write names) is ignored.
+    if (!is_pid) raw.tid_text = text, raw.tid_is_text = true, raw.has_tid = true;
+  } else if (type == od::json_type::number) {
+    int64_t value = 0;
+    if (parseInt(trimRight(v.raw_json_token()), value)) {
+      (is_pid ? raw.pid : raw.tid) = value;
+      (is_pid ? raw.has_pid : raw.has_tid) = true;
+    }
+  }
+  return std::nullopt;
+}
+
 // Reads the fields of one element; stops once ph and cat say the import does not use it.
 std::optional<std::string> parseEvent(od::object event, uint64_t index, RawEvent& raw) {
   for (auto field_result : event) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return malformed(e, at(index));
-    const od::raw_json_string key = field.key();
+    const std::string_view key = keyText(field.key());
     od::value v = field.value();
+    // std::string_view == compares lengths first: most keys are told apart without a memcmp.
     if (key == "ph") {
-      GW_TRY(stringValue(v, raw.ph, index, "ph"));
+      GW_TRY(shortString(v, raw.ph, index, "ph"));
       raw.has_ph = true;
     } else if (key == "cat") {
-      GW_TRY(stringValue(v, raw.cat, index, "cat"));
+      GW_TRY(shortString(v, raw.cat, index, "cat"));
       raw.has_cat = true;
       raw.category = categoryOf(raw.cat);
-    } else if (key == "name") {
-      GW_TRY(stringValue(v, raw.name, index, "name"));
     } else if (key == "ts") {
       GW_TRY(rawNumber(v, raw.ts, index, "ts"));
     } else if (key == "dur") {
       GW_TRY(rawNumber(v, raw.dur, index, "dur"));
+    } else if (key == "name") {
+      GW_TRY(stringValue(v, raw.name, index, "name"));
     } else if (key == "pid" || key == "tid") {
-      const bool is_pid = key == "pid";
-      od::json_type type;
-      if (auto e = v.type().get(type)) return malformed(e, at(index, is_pid ? "pid" : "tid"));
-      if (type == od::json_type::string) {
-        std::string_view text;
-        GW_TRY(stringValue(v, text, index, is_pid ? "pid" : "tid"));
-        // A pid given as text (some exporters write names) is ignored.
-        if (!is_pid) raw.tid_text = text, raw.tid_is_text = true, raw.has_tid = true;
-      } else if (type == od::json_type::number) {
-        int64_t value = 0;
-        if (parseInt(trimRight(v.raw_json_token()), value)) {
-          (is_pid ? raw.pid : raw.tid) = value;
-          (is_pid ? raw.has_pid : raw.has_tid) = true;
-        }
-      }
+      GW_TRY(parsePidOrTid(v, raw, index, key == "pid"));
     } else if (key == "args") {
       od::object args;
       if (auto e = v.get_object().get(args)) {
@@ -814,14 +839,14 @@ class TraceReader {
       if (count == 0) {
         if (s.peek() < 0) return cutShort(s, "in traceEvents, before element " + std::to_string(index));
         from = s.offset();
-        s.keepFrom(from);
+        s.keepFrom(from - 1);  // the byte before becomes the batch's '['
         first = index;
       }
       if (auto scan = s.scanValue(true); scan != JsonSplitter::Scan::kDone) return scanError(scan, s, at(index));
       ++count;
       ++index;
       if (s.offset() - from >= kParseBatchBytes) {
-        GW_TRY(parseBatch(s.view(from, s.offset()), first, count));
+        GW_TRY(parseBatch(s, from, s.offset(), first, count));
         count = 0;
       }
       const uint64_t end = s.offset();
@@ -831,7 +856,7 @@ class TraceReader {
         continue;
       }
       if (c == ']') {
-        if (count > 0) GW_TRY(parseBatch(s.view(from, end), first, count));
+        if (count > 0) GW_TRY(parseBatch(s, from, end, first, count));
         s.take();
         break;
       }
@@ -842,19 +867,21 @@ class TraceReader {
     return std::nullopt;
   }
 
-  std::optional<std::string> parseBatch(std::string_view region, uint64_t first, uint64_t count) {
-    const std::size_t length = region.size() + 2;
-    if (batch_capacity_ < length + simdjson::SIMDJSON_PADDING) {
-      batch_capacity_ = std::max(2 * length, std::size_t{64} << 10) + simdjson::SIMDJSON_PADDING;
-      batch_.reset(new char[batch_capacity_]);
-    }
-    batch_[0] = '[';
-    std::memcpy(batch_.get() + 1, region.data(), region.size());
-    batch_[length - 1] = ']';
-    std::memset(batch_.get() + length, ' ', simdjson::SIMDJSON_PADDING);
+  // Elements [from, to) of traceEvents, `count` of them from index `first`, parsed in place.
+  std::optional<std::string> parseBatch(JsonSplitter& s, uint64_t from, uint64_t to, uint64_t first, uint64_t count) {
+    const std::string_view json = s.frameArray(from, to);
+    auto error = parseFramed(json, first, count);
+    s.unframe();
+    return error;
+  }
+
+  std::optional<std::string> parseFramed(std::string_view json, uint64_t first, uint64_t count) {
+    static_assert(JsonSplitter::kPaddingAfterFrame >= simdjson::SIMDJSON_PADDING);
     const auto range = [&] { return count == 1 ? at(first) : at(first) + " to " + at(first + count - 1); };
     od::document doc;
-    if (auto e = parser_.iterate(batch_.get(), length, batch_capacity_).get(doc)) return malformed(e, range());
+    if (auto e = parser_.iterate(json.data(), json.size(), json.size() + simdjson::SIMDJSON_PADDING).get(doc)) {
+      return malformed(e, range());
+    }
     od::array elements;
     if (auto e = doc.get_array().get(elements)) return malformed(e, range());
     uint64_t index = first;
@@ -1060,8 +1087,6 @@ class TraceReader {
   MetadataParser metadata_parser_;
   Feed feed_;
   od::parser parser_;
-  std::unique_ptr<char[]> batch_;
-  std::size_t batch_capacity_ = 0;
   bool has_cpu_pid_ = false;
   uint64_t first_used_ns_ = UINT64_MAX;
   std::unordered_map<int64_t, uint32_t> threads_;
