@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -61,6 +62,10 @@ class JsonSplitter {
   void keepFrom(uint64_t from);
   // A view of buffered bytes [from, to) (offsets); valid until the next read.
   std::string_view view(uint64_t from, uint64_t to) const;
+  // Buffered bytes [from, to), writable (the caller may blank a value it will not use).
+  std::span<char> bytes(uint64_t from, uint64_t to) {
+    return std::span<char>(buffer_.get() + (from - base_offset_), static_cast<std::size_t>(to - from));
+  }
   // Values [from, to) as a JSON array, in place, for simdjson without a copy: '[' over the byte
   // before `from` (which must still be kept: keepFrom(from - 1)), ']' over the byte at `to`.
   // At least simdjson's padding (64 bytes) of readable memory follows. unframe() puts the byte at

@@ -301,6 +301,39 @@ bool isWanted(std::string_view ph, Category category) {
   return ph == "M" || (ph == "X" && category != Category::kSkip);
 }
 
+// Whether an element is plainly one the import does not use, told from its first bytes when they
+// are written as Kineto writes them (`{"ph": "X", "cat": "cpu_op", ...`, or `{"ph": "f", ...`);
+// false whenever unsure (other key order, an escape), and then simdjson reads ph and cat. Such
+// elements are blanked to `{}` before the batch is parsed, so they cost simdjson nearly nothing
+// (they are most of a trace: cpu_op, flows). The same isWanted() decides both ways: an event the
+// mapping starts to use must be wanted there.
+bool plainlyUnused(std::string_view e) {
+  std::size_t i = 0;
+  const auto space = [&] {
+    while (i < e.size() && isSpace(static_cast<uint8_t>(e[i]))) ++i;
+  };
+  const auto take = [&](std::string_view text) {
+    space();
+    if (e.substr(i, text.size()) != text) return false;
+    i += text.size();
+    return true;
+  };
+  // The string value at i, if short and without escapes.
+  const auto value = [&](std::size_t max, std::string_view& out) {
+    if (!take("\"")) return false;
+    const std::size_t end = e.find('"', i);
+    if (end == std::string_view::npos || end - i > max) return false;
+    out = e.substr(i, end - i);
+    i = end + 1;
+    return out.find('\\') == std::string_view::npos;
+  };
+  std::string_view ph, cat;
+  if (!take("{") || !take("\"ph\"") || !take(":") || !value(8, ph)) return false;
+  if (ph != "X") return !isWanted(ph, Category::kSkip);
+  if (!take(",") || !take("\"cat\"") || !take(":") || !value(64, cat)) return false;
+  return !isWanted(ph, categoryOf(cat));
+}
+
 // A number as found: its raw text, checked only when the event is one the import uses (the
 // design skips unused events without looking at their fields).
 struct RawNumber {
@@ -842,7 +875,14 @@ class TraceReader {
         s.keepFrom(from - 1);  // the byte before becomes the batch's '['
         first = index;
       }
+      const uint64_t element = s.offset();
       if (auto scan = s.scanValue(true); scan != JsonSplitter::Scan::kDone) return scanError(scan, s, at(index));
+      const std::span<char> bytes = s.bytes(element, s.offset());
+      if (plainlyUnused(std::string_view(bytes.data(), std::min<std::size_t>(bytes.size(), 128)))) {
+        std::memset(bytes.data(), ' ', bytes.size());
+        bytes[0] = '{';
+        bytes[1] = '}';
+      }
       ++count;
       ++index;
       if (s.offset() - from >= kParseBatchBytes) {
