@@ -325,6 +325,9 @@ TEST_CASE("malformed traces are refused with one line", "[kineto]") {
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1}, ]})", "unexpected character in traceEvents[1]");
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1} {"ph": "X"}]})", "expected ',' or ']' after traceEvents[0]");
   checkRefused(R"({"traceEvents": [], "traceEvents": []})", "traceEvents appears twice");
+  // Unused events (blanked before parsing when they start as Kineto writes them) keep the index.
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a"}, {"ph": "f", "id": 1},
+      {"cat": "cpu_op", "ph": "X"}, {"ph": "X", "cat": "kernel", "ts": "1"}]})", "traceEvents[3].ts is not a number");
   checkRefused(R"({"traceEvents" [])", "expected ':' after the key traceEvents");
   checkRefused(R"({"traceEvents": [], "distributedInfo": {"rank": "zero"}})", "distributedInfo.rank");
   // Nesting a million deep: refused at the splitter's 64 levels, inside traceEvents or not.
