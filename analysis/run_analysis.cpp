@@ -5,29 +5,6 @@
 #include "reader/kineto_trace.h"
 
 namespace gapwatch::analysis {
-namespace {
-
-// Hands a trace's stream on with a string table of its own. The stages keep a pointer to the table
-// of the first batch and resolve names as the reorder window releases events, the last of them in
-// finish(), after readKinetoTrace has returned and its own table is gone; a decoder's table lives
-// as long as the decoder, this one as long as the analysis of the file.
-class TraceStrings final : public RecordingVisitor {
- public:
-  explicit TraceStrings(RecordingVisitor& next) : next_(next) {}
-  void onHello(const v1::Hello& hello, uint64_t offset) override { next_.onHello(hello, offset); }
-  void onBatch(const DecodedBatch& batch, const StringTable& /*strings*/) override {
-    for (const StringDefinition& s : batch.strings) strings_.define(s.kind, s.id, s.text);
-    next_.onBatch(batch, strings_);
-  }
-  void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override { next_.onGoodbye(goodbye, offset); }
-  void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override { next_.onHeartbeat(heartbeat, offset); }
-
- private:
-  RecordingVisitor& next_;
-  StringTable strings_;
-};
-
-}  // namespace
 
 ProcessAnalyser::ProcessAnalyser(const AnalysisOptions& options) : pipeline_(options) {
   addStandardStages(pipeline_);
@@ -107,8 +84,9 @@ RunReport analyseRecordingFiles(const std::vector<std::string>& files, const Ana
     ProcessAnalyser process(options);
     if (fileLooksLikeKinetoTrace(file)) {
       // A PyTorch profiler trace, recognised by content (reader/kineto_trace.h): the same analysis.
-      TraceStrings with_strings(process);
-      const KinetoReadResult trace = readKinetoTraceFile(file, with_strings);
+      // The stages keep a pointer to the trace's string table and resolve names until they finish
+      // (in addProcess): `trace` owns it (KinetoReadResult::strings) until then.
+      const KinetoReadResult trace = readKinetoTraceFile(file, process);
       if (on_read) on_read(file, trace.read);
       run.addProcess(file, trace.read, trace.health, process);
       continue;

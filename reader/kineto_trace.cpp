@@ -1,12 +1,15 @@
 // reader/kineto_trace.cpp: see kineto_trace.h.
 #include "reader/kineto_trace.h"
 
+#include "reader/gzip_source.h"
+#include "reader/json_splitter.h"
+
 #include <simdjson.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -19,75 +22,19 @@ namespace {
 namespace od = simdjson::ondemand;
 
 constexpr std::size_t kBatchEvents = 4096;
-// A batch never spans more than this, so that the pipeline's 2 s reorder window takes a batch's
-// lists (api calls, then activities, ...) in any order.
+// A batch handed over never spans more than this, so that the pipeline's 2 s reorder window takes
+// a batch's lists (api calls, then activities, ...) in any order.
 constexpr uint64_t kBatchSpanNs = 1'000'000'000;
+// traceEvents elements are parsed by simdjson this many bytes at a time.
+constexpr std::size_t kParseBatchBytes = std::size_t{1} << 20;
+// A top-level value that is parsed (distributedInfo, baseTimeNanoseconds) is at most this long.
+constexpr std::size_t kMaxMetadataBytes = std::size_t{16} << 20;
+// Times below this (µs since the Unix epoch: September 2001) are relative to baseTimeNanoseconds.
+constexpr uint64_t kEpochTimesFromNs = uint64_t{1'000'000'000'000'000'000};
 
 bool isGzip(std::span<const uint8_t> b) { return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
 
 bool isSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// --- bytes ---------------------------------------------------------------------------------------
-
-// Reads everything from `source` (at most kMaxKinetoTraceBytes); an error line or nullopt.
-std::optional<std::string> readAll(ByteSource& source, std::string& out) {
-  std::array<uint8_t, 1 << 16> chunk;
-  for (;;) {
-    const std::size_t n = source.read(chunk);
-    if (n == 0) break;
-    if (out.size() + n > kMaxKinetoTraceBytes) {
-      return "trace is over " + std::to_string(kMaxKinetoTraceBytes >> 30) + " GiB: not read";
-    }
-    out.append(reinterpret_cast<const char*>(chunk.data()), n);
-  }
-  if (!source.failure().empty()) return source.failure();
-  return std::nullopt;
-}
-
-// Inflates a gzip stream (concatenated members accepted); an error line or nullopt.
-std::optional<std::string> inflateGzip(const std::string& in, std::string& out) {
-  z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return "gzip: cannot start zlib";
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size(), UINT32_MAX));
-  std::array<char, 1 << 18> buffer;
-  std::optional<std::string> error;
-  for (;;) {
-    z.next_out = reinterpret_cast<Bytef*>(buffer.data());
-    z.avail_out = static_cast<uInt>(buffer.size());
-    const int rc = inflate(&z, Z_NO_FLUSH);
-    const std::size_t produced = buffer.size() - z.avail_out;
-    if (out.size() + produced > kMaxKinetoTraceBytes) {
-      error = "inflated trace is over " + std::to_string(kMaxKinetoTraceBytes >> 30) + " GiB: not read";
-      break;
-    }
-    out.append(buffer.data(), produced);
-    if (rc == Z_STREAM_END) {
-      const std::size_t consumed = static_cast<std::size_t>(z.next_in - reinterpret_cast<const Bytef*>(in.data()));
-      if (consumed >= in.size()) break;
-      // Another member follows (or trailing garbage: then the next inflate fails).
-      if (inflateReset(&z) != Z_OK) { error = "gzip: cannot restart zlib"; break; }
-      z.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size() - consumed, UINT32_MAX));
-      continue;
-    }
-    if (rc == Z_OK) {
-      if (z.avail_in == 0) {
-        const std::size_t consumed = static_cast<std::size_t>(z.next_in - reinterpret_cast<const Bytef*>(in.data()));
-        if (consumed >= in.size()) { error = "gzip stream is cut short"; break; }
-        z.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size() - consumed, UINT32_MAX));
-      }
-      continue;
-    }
-    if (rc == Z_BUF_ERROR) {
-      error = "gzip stream is cut short";
-      break;
-    }
-    error = std::string("gzip stream is corrupt (") + (z.msg != nullptr ? z.msg : "zlib error") + ")";
-    break;
-  }
-  inflateEnd(&z);
-  return error;
-}
 
 // --- numbers -------------------------------------------------------------------------------------
 
@@ -333,7 +280,7 @@ bool profilerStep(std::string_view name, uint64_t& step) {
 
 std::string errorText(simdjson::error_code e) { return simdjson::error_message(e); }
 
-// --- the parse -----------------------------------------------------------------------------------
+// --- one event -----------------------------------------------------------------------------------
 
 enum class Category { kSkip, kKernel, kMemcpy, kMemset, kSync, kRuntime, kDriver, kUserAnnotation, kCpuOp };
 
@@ -345,8 +292,55 @@ Category categoryOf(std::string_view cat) {
   if (cat == "cuda_runtime") return Category::kRuntime;
   if (cat == "cuda_driver") return Category::kDriver;
   if (cat == "user_annotation") return Category::kUserAnnotation;
-  if (cat == "cpu_op") return Category::kCpuOp;
+  if (cat == "cpu_op") return Category::kCpuOp;  // only record_param_comms is used
   return Category::kSkip;
+}
+
+// Whether an element with this ph and cat is read past them. Kineto writes ph and cat first, so
+// the many events the import does not use (cpu_op, flows, instants) cost two fields each.
+bool isWanted(std::string_view ph, Category category) {
+  return ph == "M" || (ph == "X" && category != Category::kSkip);
+}
+
+// Whether an element is plainly one the import does not use, told from its first bytes when they
+// are written as Kineto writes them (`{"ph": "X", "cat": "cpu_op", ...`, or `{"ph": "f", ...`);
+// false whenever unsure (other key order, an escape), and then simdjson reads ph and cat. Such
+// elements are blanked to `{}` before the batch is parsed, so they cost simdjson nearly nothing
+// (they are most of a trace: cpu_op, flows). The same isWanted() decides both ways: an event the
+// mapping starts to use must be wanted there.
+bool plainlyUnused(std::string_view e) {
+  std::size_t i = 0;
+  const auto space = [&] {
+    while (i < e.size() && isSpace(static_cast<uint8_t>(e[i]))) ++i;
+  };
+  const auto take = [&](std::string_view text) {
+    space();
+    if (e.substr(i, text.size()) != text) return false;
+    i += text.size();
+    return true;
+  };
+  // The string value at i, if short and without escapes.
+  const auto value = [&](std::size_t max, std::string_view& out) {
+    if (!take("\"")) return false;
+    const std::size_t end = e.find('"', i);
+    if (end == std::string_view::npos || end - i > max) return false;
+    out = e.substr(i, end - i);
+    i = end + 1;
+    return out.find('\\') == std::string_view::npos;
+  };
+  std::string_view ph, cat;
+  if (!take("{") || !take("\"ph\"") || !take(":") || !value(8, ph)) return false;
+  if (ph != "X") return !isWanted(ph, Category::kSkip);
+  if (!take(",") || !take("\"cat\"") || !take(":") || !value(64, cat)) return false;
+  const Category category = categoryOf(cat);
+  if (category == Category::kCpuOp) {
+    // Of the cpu_ops (most of a trace) only record_param_comms is used: told by the name, which
+    // Kineto writes third.
+    std::string_view name;
+    if (!take(",") || !take("\"name\"") || !take(":") || !value(64, name)) return false;
+    return name != "record_param_comms";
+  }
+  return !isWanted(ph, category);
 }
 
 // A number as found: its raw text, checked only when the event is one the import uses (the
@@ -357,446 +351,970 @@ struct RawNumber {
   std::string_view text;
 };
 
-// The fields of one traceEvents element that the import uses, as found.
+// The fields of one traceEvents element that the import uses, as found. The views point into the
+// simdjson parser's buffers and live until the next batch.
 struct RawEvent {
   std::string_view ph, cat, name;
-  std::string name_text;  // a copy of name
+  bool has_ph = false, has_cat = false;
+  Category category = Category::kSkip;
   RawNumber ts, dur, correlation, stream, bytes, cbid, device;
   bool has_pid = false, has_tid = false;
   int64_t pid = 0, tid = 0;
-  std::string tid_text;  // a tid given as a string
+  std::string_view tid_text;  // a tid given as a string
   bool tid_is_text = false;
-  std::string sync_kind;
-  std::string arg_name;  // M events: args.name
-  KinetoCommsArgs comms;  // record_param_comms' args (kineto_host_events.h)
+  std::string_view sync_kind;
+  std::string_view arg_name;  // M events: args.name
+  KinetoCommsArgs comms;      // record_param_comms' args (kineto_host_events.h)
 };
 
-// One event kept for the feed, in a tagged form so that all can be sorted together.
-struct HeldEvent {
-  uint64_t time_ns = 0;
-  uint8_t type = 0;  // 0 marker, 1 api call, 2 activity, 3 NCCL call (the order used on ties)
-  uint32_t index = 0;
-};
-
-class TraceParser {
- public:
-  std::optional<std::string> parse(const simdjson::padded_string& json);
-
-  // What was found.
-  std::vector<ApiCallEvent> calls;
-  std::vector<DeviceActivityEvent> activities;
-  std::vector<MarkerEvent> markers;
-  std::vector<NcclCallEvent> nccl_calls;
-  std::vector<StringDefinition> strings;
-  KinetoHostEvents host_events;
-  uint32_t schema_version = 0;
-  std::string trace_name;
-  std::optional<int32_t> rank, world_size;
-  uint64_t base_time_ns = 0;
-  bool has_base_time = false;
-  uint32_t cpu_pid = 0;
-  bool has_cpu_pid = false;
-  KinetoCounts counts;
-
- private:
-  std::optional<std::string> parseEvents(od::array events);
-  std::optional<std::string> parseEvent(od::object event, uint64_t index, RawEvent& raw);
-  std::optional<std::string> parseArgs(od::object args, RawEvent& raw, const std::string& where);
-  std::optional<std::string> keep(RawEvent& raw, uint64_t index);
-  std::optional<std::string> parseDistributedInfo(od::value value);
-  uint32_t threadId(const RawEvent& raw);
-  uint32_t intern(v1::StringKind kind, std::unordered_map<std::string, uint32_t>& table, const std::string& text);
-
-  std::unordered_map<int64_t, uint32_t> threads_;
-  std::unordered_map<std::string, uint32_t> text_threads_;
-  std::unordered_map<int64_t, std::string> thread_names_;  // tid -> M thread_name
-  std::unordered_map<std::string, uint32_t> kernel_names_, api_names_, marker_names_;
-  uint32_t next_thread_ = 1;
-};
-
-#define GW_TRY(expr)                                \
-  do {                                              \
-    if (auto gw_error_ = (expr)) return gw_error_;  \
-  } while (false)
-
-std::optional<std::string> TraceParser::parse(const simdjson::padded_string& json) {
-  od::parser parser;
-  od::document doc;
-  if (auto e = parser.iterate(json).get(doc)) return "malformed JSON (" + errorText(e) + ")";
-  od::object top;
-  if (auto e = doc.get_object().get(top)) {
-    return e == simdjson::INCORRECT_TYPE ? std::string("the JSON is not an object")
-                                         : "malformed JSON (" + errorText(e) + ")";
-  }
-  bool has_events = false;
-  for (auto field_result : top) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return "malformed JSON at the top level (" + errorText(e) + ")";
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return "malformed JSON key at the top level (" + errorText(e) + ")";
-    if (key == "traceEvents") {
-      if (has_events) return "traceEvents appears twice";
-      has_events = true;
-      od::array events;
-      if (auto e = field.value().get_array().get(events)) {
-        return e == simdjson::INCORRECT_TYPE ? std::string("traceEvents is not an array")
-                                             : "malformed traceEvents (" + errorText(e) + ")";
-      }
-      GW_TRY(parseEvents(events));
-    } else if (key == "distributedInfo") {
-      GW_TRY(parseDistributedInfo(field.value()));
-    } else if (key == "baseTimeNanoseconds") {
-      std::string_view raw;
-      od::value v = field.value();
-      od::json_type type;
-      if (auto e = v.type().get(type)) return "malformed baseTimeNanoseconds (" + errorText(e) + ")";
-      if (type != od::json_type::number) return "baseTimeNanoseconds is not a number";
-      raw = v.raw_json_token();
-      int64_t base = 0;
-      if (!parseInt(raw, base) || base < 0) return "baseTimeNanoseconds is not a non-negative integer";
-      base_time_ns = static_cast<uint64_t>(base);
-      has_base_time = true;
-    } else if (key == "schemaVersion" || key == "traceName") {
-      // What the trace says it is, for Hello: a value of another type is left out rather than
-      // refused, as it changes no number.
-      od::value v = field.value();
-      int64_t version = 0;
-      std::string_view name;
-      if (key == "schemaVersion" && v.get_int64().get(version) == simdjson::SUCCESS && version >= 0 && version <= UINT32_MAX) {
-        schema_version = static_cast<uint32_t>(version);
-      } else if (key == "traceName" && v.get_string().get(name) == simdjson::SUCCESS) {
-        trace_name.assign(name);
-      }
-    }
-    // Every other key (deviceProperties, ...) is skipped.
-  }
-  // Past the top-level object, a location still in bounds means more tokens follow.
-  const char* after = nullptr;
-  if (doc.current_location().get(after) == simdjson::SUCCESS) return "trailing data after the top-level JSON object";
-  if (!has_events) return "no traceEvents";
-  for (const auto& [tid, id] : threads_) {
-    auto name = thread_names_.find(tid);
-    strings.push_back({v1::STRING_KIND_THREAD_NAME, id,
-                       name != thread_names_.end() ? name->second : "tid " + std::to_string(tid)});
-  }
-  for (const auto& [text, id] : text_threads_) strings.push_back({v1::STRING_KIND_THREAD_NAME, id, text});
-  return std::nullopt;
+// "traceEvents[12].args.stream": error messages only, so built only for them.
+std::string at(uint64_t index, std::string_view field = {}) {
+  std::string s = "traceEvents[" + std::to_string(index) + "]";
+  if (!field.empty()) s.append(".").append(field);
+  return s;
 }
 
-std::optional<std::string> TraceParser::parseDistributedInfo(od::value value) {
-  od::object info;
-  if (auto e = value.get_object().get(info)) {
-    return e == simdjson::INCORRECT_TYPE ? std::string("distributedInfo is not an object")
-                                         : "malformed distributedInfo (" + errorText(e) + ")";
+std::string byteText(uint64_t offset) { return "byte " + std::to_string(offset); }
+
+// Text from the trace as a message may quote it: at most `max` bytes, anything but printable
+// ASCII as '?', so that a message stays one readable line whatever the bytes were.
+std::string quoted(std::string_view text, std::size_t max = 32) {
+  std::string out(text.substr(0, max));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
   }
-  for (auto field_result : info) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return "malformed distributedInfo (" + errorText(e) + ")";
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return "malformed distributedInfo (" + errorText(e) + ")";
-    if (key != "rank" && key != "world_size") continue;
-    int64_t v = 0;
-    if (field.value().get_int64().get(v) != simdjson::SUCCESS) return "distributedInfo." + std::string(key) + " is not an integer";
-    if (v < 0 || v > INT32_MAX) return "distributedInfo." + std::string(key) + " is out of range";
-    (key == "rank" ? rank : world_size) = static_cast<int32_t>(v);
-  }
-  return std::nullopt;
+  if (text.size() > max) out += "...";
+  return out;
 }
 
-std::optional<std::string> TraceParser::parseEvents(od::array events) {
-  uint64_t index = 0;
-  RawEvent raw;
-  for (auto element_result : events) {
-    const std::string where = "traceEvents[" + std::to_string(index) + "]";
-    od::value element;
-    if (auto e = std::move(element_result).get(element)) return "malformed JSON in " + where + " (" + errorText(e) + ")";
-    od::object event;
-    if (auto e = element.get_object().get(event)) {
-      return e == simdjson::INCORRECT_TYPE ? where + " is not an object" : "malformed JSON in " + where + " (" + errorText(e) + ")";
-    }
-    raw = RawEvent{};
-    GW_TRY(parseEvent(event, index, raw));
-    GW_TRY(keep(raw, index));
-    ++index;
-  }
-  counts.trace_events = index;
-  host_events.flushPolls(calls);
-  nccl_calls = host_events.takeNcclCalls();
-  counts.host = host_events.counts();
-  return std::nullopt;
+std::optional<std::string> malformed(simdjson::error_code e, const std::string& where) {
+  return "malformed JSON in " + where + " (" + errorText(e) + ")";
 }
 
 // Notes a value's raw text and whether it is a number (strings, objects, ... are not).
-std::optional<std::string> rawNumber(od::value v, RawNumber& out, const std::string& what) {
+std::optional<std::string> rawNumber(od::value& v, RawNumber& out, uint64_t index, std::string_view field) {
   od::json_type type;
-  if (auto e = v.type().get(type)) return "malformed " + what + " (" + errorText(e) + ")";
+  if (auto e = v.type().get(type)) return malformed(e, at(index, field));
   out.present = true;
   out.is_number = type == od::json_type::number;
   if (out.is_number) out.text = trimRight(v.raw_json_token());
   return std::nullopt;
 }
 
-// A used event's integer field: absent is fine (nullopt, value untouched), anything but an integer
-// is refused.
-std::optional<std::string> intField(const RawNumber& n, int64_t& value, bool& has, const std::string& what) {
+std::optional<std::string> stringValue(od::value& v, std::string_view& out, uint64_t index, std::string_view field) {
+  if (auto e = v.get_string().get(out)) {
+    return e == simdjson::INCORRECT_TYPE ? at(index, field) + " is not a string" : malformed(e, at(index, field));
+  }
+  return std::nullopt;
+}
+
+// A string field where any other type is ignored (what older exporters sometimes wrote).
+std::optional<std::string> optionalString(od::value& v, std::string_view& out, uint64_t index, std::string_view field) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return malformed(e, at(index, field));
+  if (type == od::json_type::string) return stringValue(v, out, index, field);
+  return std::nullopt;
+}
+
+// A used event's integer field: absent is fine (value untouched), anything but an integer is refused.
+std::optional<std::string> intField(const RawNumber& n, int64_t& value, bool& has, uint64_t index, std::string_view field) {
   has = false;
   if (!n.present) return std::nullopt;
-  if (!n.is_number) return what + " is not a number";
-  if (!parseInt(n.text, value)) return what + " is not an integer (" + std::string(n.text.substr(0, 32)) + ")";
+  if (!n.is_number) return at(index, field) + " is not a number";
+  if (!parseInt(n.text, value)) return at(index, field) + " is not an integer (" + quoted(n.text) + ")";
   has = true;
   return std::nullopt;
 }
 
-std::optional<std::string> stringValue(od::value v, std::string_view& out, const std::string& what) {
-  if (auto e = v.get_string().get(out)) {
-    return e == simdjson::INCORRECT_TYPE ? what + " is not a string" : "malformed " + what + " (" + errorText(e) + ")";
+// A key's text up to its closing quote, so that one length switch picks the few keys used (a key
+// with an escape in it matches none of them). The closing quote is there: simdjson's stage 1
+// checked the strings, and its padding follows the text.
+std::string_view keyText(const od::raw_json_string& key) {
+  const char* p = key.raw();
+  const void* q = std::memchr(p, '"', 64);
+  return q == nullptr ? std::string_view() : std::string_view(p, static_cast<std::size_t>(static_cast<const char*>(q) - p));
+}
+
+// ph and cat, on every event: their raw text without unescaping it (a value with an escape, or
+// over 63 bytes, matches none of the names used, and is not copied).
+std::optional<std::string> shortString(od::value& v, std::string_view& out, uint64_t index, std::string_view field) {
+  od::raw_json_string text;
+  if (auto e = v.get_raw_json_string().get(text)) {
+    return e == simdjson::INCORRECT_TYPE ? at(index, field) + " is not a string" : malformed(e, at(index, field));
+  }
+  out = keyText(text);
+  return std::nullopt;
+}
+
+#define GW_TRY(expr)                                \
+  do {                                              \
+    if (auto gw_error_ = (expr)) return gw_error_;  \
+  } while (false)
+
+std::optional<std::string> parseArgs(od::object args, RawEvent& raw, uint64_t index) {
+  for (auto field_result : args) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return malformed(e, at(index, "args"));
+    const std::string_view key = keyText(field.key());
+    od::value v = field.value();
+    if (key == "correlation") {
+      GW_TRY(rawNumber(v, raw.correlation, index, "args.correlation"));
+    } else if (key == "stream") {
+      GW_TRY(rawNumber(v, raw.stream, index, "args.stream"));
+    } else if (key == "bytes") {
+      GW_TRY(rawNumber(v, raw.bytes, index, "args.bytes"));
+    } else if (key == "cbid") {
+      GW_TRY(rawNumber(v, raw.cbid, index, "args.cbid"));
+    } else if (key == "device") {
+      GW_TRY(rawNumber(v, raw.device, index, "args.device"));
+    } else if (key == "cuda_sync_kind") {
+      GW_TRY(optionalString(v, raw.sync_kind, index, "args.cuda_sync_kind"));
+    } else if (key == "name") {
+      GW_TRY(optionalString(v, raw.arg_name, index, "args.name"));
+    } else if (raw.category == Category::kCpuOp && isKinetoCommsArgKey(key)) {
+      // record_param_comms' collective and sizes, kept as found; a value of another type is left
+      // out (noteKinetoCommsArg), as it changes no time.
+      od::json_type type;
+      if (auto e = v.type().get(type)) return malformed(e, at(index, "args"));
+      std::string_view text;
+      int64_t number = 0;
+      if (type == od::json_type::string) {
+        GW_TRY(optionalString(v, text, index, "args"));
+        noteKinetoCommsArg(raw.comms, key, text);
+      } else if (type == od::json_type::number) {
+        if (parseInt(trimRight(v.raw_json_token()), number)) noteKinetoCommsArg(raw.comms, key, number);
+      }
+    }
   }
   return std::nullopt;
 }
 
-std::optional<std::string> TraceParser::parseEvent(od::object event, uint64_t index, RawEvent& raw) {
-  const std::string where = "traceEvents[" + std::to_string(index) + "]";
+std::optional<std::string> parsePidOrTid(od::value& v, RawEvent& raw, uint64_t index, bool is_pid) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return malformed(e, at(index, is_pid ? "pid" : "tid"));
+  if (type == od::json_type::string) {
+    std::string_view text;
+    GW_TRY(stringValue(v, text, index, is_pid ? "pid" : "tid"));
+    // A pid given as text (some exporters write names) is ignored.
+    if (!is_pid) raw.tid_text = text, raw.tid_is_text = true, raw.has_tid = true;
+  } else if (type == od::json_type::number) {
+    int64_t value = 0;
+    if (parseInt(trimRight(v.raw_json_token()), value)) {
+      (is_pid ? raw.pid : raw.tid) = value;
+      (is_pid ? raw.has_pid : raw.has_tid) = true;
+    }
+  }
+  return std::nullopt;
+}
+
+// Reads the fields of one element; stops once ph and cat say the import does not use it.
+std::optional<std::string> parseEvent(od::object event, uint64_t index, RawEvent& raw) {
   for (auto field_result : event) {
     od::field field;
-    if (auto e = std::move(field_result).get(field)) return "malformed JSON in " + where + " (" + errorText(e) + ")";
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return "malformed JSON key in " + where + " (" + errorText(e) + ")";
+    if (auto e = std::move(field_result).get(field)) return malformed(e, at(index));
+    const std::string_view key = keyText(field.key());
     od::value v = field.value();
+    // std::string_view == compares lengths first: most keys are told apart without a memcmp.
     if (key == "ph") {
-      GW_TRY(stringValue(v, raw.ph, where + ".ph"));
+      GW_TRY(shortString(v, raw.ph, index, "ph"));
+      raw.has_ph = true;
     } else if (key == "cat") {
-      GW_TRY(stringValue(v, raw.cat, where + ".cat"));
-    } else if (key == "name") {
-      GW_TRY(stringValue(v, raw.name, where + ".name"));
-      raw.name_text.assign(raw.name);
+      GW_TRY(shortString(v, raw.cat, index, "cat"));
+      raw.has_cat = true;
+      raw.category = categoryOf(raw.cat);
     } else if (key == "ts") {
-      GW_TRY(rawNumber(v, raw.ts, where + ".ts"));
+      GW_TRY(rawNumber(v, raw.ts, index, "ts"));
     } else if (key == "dur") {
-      GW_TRY(rawNumber(v, raw.dur, where + ".dur"));
+      GW_TRY(rawNumber(v, raw.dur, index, "dur"));
+    } else if (key == "name") {
+      GW_TRY(stringValue(v, raw.name, index, "name"));
     } else if (key == "pid" || key == "tid") {
-      od::json_type type;
-      if (auto e = v.type().get(type)) return "malformed " + where + "." + std::string(key) + " (" + errorText(e) + ")";
-      const bool is_pid = key == "pid";
-      if (type == od::json_type::string) {
-        std::string_view text;
-        GW_TRY(stringValue(v, text, where + "." + std::string(key)));
-        if (!is_pid) raw.tid_text.assign(text), raw.tid_is_text = true, raw.has_tid = true;
-        // a pid given as text (some exporters write names): ignored
-      } else if (type == od::json_type::number) {
-        int64_t value = 0;
-        if (parseInt(trimRight(v.raw_json_token()), value)) {
-          (is_pid ? raw.pid : raw.tid) = value;
-          (is_pid ? raw.has_pid : raw.has_tid) = true;
-        }
-      }
+      GW_TRY(parsePidOrTid(v, raw, index, key == "pid"));
     } else if (key == "args") {
       od::object args;
       if (auto e = v.get_object().get(args)) {
-        return e == simdjson::INCORRECT_TYPE ? where + ".args is not an object"
-                                             : "malformed JSON in " + where + ".args (" + errorText(e) + ")";
+        return e == simdjson::INCORRECT_TYPE ? at(index, "args") + " is not an object" : malformed(e, at(index, "args"));
       }
-      GW_TRY(parseArgs(args, raw, where + ".args"));
+      GW_TRY(parseArgs(args, raw, index));
     }
+    if (raw.has_ph && raw.has_cat && !isWanted(raw.ph, raw.category)) break;
+    if (raw.category == Category::kCpuOp && !raw.name.empty() && raw.name != "record_param_comms") break;
   }
   return std::nullopt;
 }
 
-std::optional<std::string> TraceParser::parseArgs(od::object args, RawEvent& raw, const std::string& where) {
-  for (auto field_result : args) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return "malformed JSON in " + where + " (" + errorText(e) + ")";
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return "malformed JSON key in " + where + " (" + errorText(e) + ")";
-    od::value v = field.value();
-    const std::string what = where + "." + std::string(key);
-    if (key == "correlation") {
-      GW_TRY(rawNumber(v, raw.correlation, what));
-    } else if (key == "stream") {
-      GW_TRY(rawNumber(v, raw.stream, what));
-    } else if (key == "bytes") {
-      GW_TRY(rawNumber(v, raw.bytes, what));
-    } else if (key == "cbid") {
-      GW_TRY(rawNumber(v, raw.cbid, what));
-    } else if (key == "device") {
-      GW_TRY(rawNumber(v, raw.device, what));
-    } else if (key == "cuda_sync_kind") {
-      od::json_type type;
-      if (auto e = v.type().get(type)) return "malformed " + what + " (" + errorText(e) + ")";
-      if (type == od::json_type::string) {
-        std::string_view text;
-        GW_TRY(stringValue(v, text, what));
-        raw.sync_kind.assign(text);
+// --- the top level -------------------------------------------------------------------------------
+
+// What the trace says about itself, outside traceEvents.
+struct TraceMetadata {
+  std::optional<int32_t> rank, world_size;
+  bool has_distributed_info = false;
+  uint64_t base_time_ns = 0;
+  bool has_base_time = false;
+  uint32_t schema_version = 0;  // schemaVersion and traceName: what the trace says it is (Hello)
+  std::string trace_name;
+};
+
+// One top-level value (distributedInfo, baseTimeNanoseconds), parsed whole.
+class MetadataParser {
+ public:
+  std::optional<std::string> parse(std::string_view key, std::string_view text, TraceMetadata& meta) {
+    if (text.size() > kMaxMetadataBytes) return std::string(key) + " is over " + std::to_string(kMaxMetadataBytes >> 20) + " MiB";
+    const simdjson::padded_string json(text);
+    od::document doc;
+    if (auto e = parser_.iterate(json).get(doc)) return malformed(e, std::string(key));
+    if (key == "schemaVersion" || key == "traceName") {
+      // What the trace says it is, for Hello: a value of another type is left out rather than
+      // refused, as it changes no number.
+      int64_t version = 0;
+      std::string_view name;
+      if (key == "schemaVersion" && doc.get_int64().get(version) == simdjson::SUCCESS && version >= 0 &&
+          version <= UINT32_MAX) {
+        meta.schema_version = static_cast<uint32_t>(version);
+      } else if (key == "traceName" && doc.get_string().get(name) == simdjson::SUCCESS) {
+        meta.trace_name.assign(name);
       }
-    } else if (key == "name") {
-      od::json_type type;
-      if (auto e = v.type().get(type)) return "malformed " + what + " (" + errorText(e) + ")";
-      if (type == od::json_type::string) {
-        std::string_view text;
-        GW_TRY(stringValue(v, text, what));
-        raw.arg_name.assign(text);
-      }
-    } else if (isKinetoCommsArgKey(key)) {
-      // record_param_comms' collective and sizes: kept as found, used only for that cpu_op.
-      od::json_type type;
-      if (auto e = v.type().get(type)) return "malformed " + what + " (" + errorText(e) + ")";
-      int64_t number = 0;
-      std::string_view text;
-      if (type == od::json_type::string) {
-        GW_TRY(stringValue(v, text, what));
-        noteKinetoCommsArg(raw.comms, key, text);
-      } else if (type == od::json_type::number && parseInt(trimRight(v.raw_json_token()), number)) {
-        noteKinetoCommsArg(raw.comms, key, number);
-      }
+      return std::nullopt;
     }
-  }
-  return std::nullopt;
-}
-
-uint32_t TraceParser::threadId(const RawEvent& raw) {
-  if (!raw.has_tid) return 0;
-  if (raw.tid_is_text) {
-    auto [it, added] = text_threads_.emplace(raw.tid_text, next_thread_);
-    if (added) ++next_thread_;
-    return it->second;
-  }
-  auto [it, added] = threads_.emplace(raw.tid, next_thread_);
-  if (added) ++next_thread_;
-  return it->second;
-}
-
-uint32_t TraceParser::intern(v1::StringKind kind, std::unordered_map<std::string, uint32_t>& table, const std::string& text) {
-  auto [it, added] = table.emplace(text, static_cast<uint32_t>(table.size() + 1));
-  if (added) strings.push_back({kind, it->second, text});
-  return it->second;
-}
-
-std::optional<std::string> TraceParser::keep(RawEvent& raw, uint64_t index) {
-  const std::string where = "traceEvents[" + std::to_string(index) + "]";
-  if (raw.ph == "M") {
-    if (raw.name == "thread_name" && raw.has_tid && !raw.tid_is_text && !raw.arg_name.empty()) {
-      thread_names_[raw.tid] = raw.arg_name;
+    if (key == "baseTimeNanoseconds") {
+      od::json_type type;
+      if (auto e = doc.type().get(type)) return malformed(e, std::string(key));
+      if (type != od::json_type::number) return std::string("baseTimeNanoseconds is not a number");
+      std::string_view raw;
+      if (auto e = doc.raw_json_token().get(raw)) return malformed(e, std::string(key));
+      int64_t base = 0;
+      if (!parseInt(raw, base) || base < 0) return std::string("baseTimeNanoseconds is not a non-negative integer");
+      meta.base_time_ns = static_cast<uint64_t>(base);
+      meta.has_base_time = true;
+      return std::nullopt;
+    }
+    od::object info;
+    if (auto e = doc.get_object().get(info)) {
+      return e == simdjson::INCORRECT_TYPE ? std::string("distributedInfo is not an object") : malformed(e, "distributedInfo");
+    }
+    meta.has_distributed_info = true;
+    for (auto field_result : info) {
+      od::field field;
+      if (auto e = std::move(field_result).get(field)) return malformed(e, "distributedInfo");
+      std::string_view name;
+      if (auto e = field.unescaped_key().get(name)) return malformed(e, "distributedInfo");
+      if (name != "rank" && name != "world_size") continue;
+      const std::string which(name);
+      int64_t v = 0;
+      if (field.value().get_int64().get(v) != simdjson::SUCCESS) return "distributedInfo." + which + " is not an integer";
+      if (v < 0 || v > INT32_MAX) return "distributedInfo." + which + " is out of range";
+      (which == "rank" ? meta.rank : meta.world_size) = static_cast<int32_t>(v);
     }
     return std::nullopt;
   }
-  if (raw.ph != "X") return std::nullopt;
-  const Category category = categoryOf(raw.cat);
-  if (category == Category::kSkip) return std::nullopt;
-  uint64_t step = 0;
-  const bool is_step = category == Category::kUserAnnotation && profilerStep(raw.name, step);
-  if (category == Category::kUserAnnotation && !is_step && !ncclOpOfAnnotation(raw.name)) return std::nullopt;
-  if (category == Category::kCpuOp && raw.name != "record_param_comms") return std::nullopt;
 
-  if (!raw.ts.present) return where + " (" + std::string(raw.cat) + ") has no ts";
-  if (!raw.ts.is_number) return where + ".ts is not a number";
-  if (raw.dur.present && !raw.dur.is_number) return where + ".dur is not a number";
-  uint64_t ts = 0, dur = 0;
-  if (!microsToNs(raw.ts.text, ts)) {
-    return where + ".ts is not a non-negative decimal number (" + std::string(raw.ts.text.substr(0, 32)) + ")";
-  }
-  if (raw.dur.present && !microsToNs(raw.dur.text, dur)) {
-    return where + ".dur is not a non-negative decimal number (" + std::string(raw.dur.text.substr(0, 32)) + ")";
-  }
-  int64_t correlation = 0, stream = 0, bytes = 0, cbid = 0, device = 0;
-  bool has_correlation = false, has_stream = false, has_bytes = false, has_cbid = false, has_device = false;
-  if (auto e = intField(raw.correlation, correlation, has_correlation, where + ".args.correlation")) return e;
-  if (auto e = intField(raw.stream, stream, has_stream, where + ".args.stream")) return e;
-  if (auto e = intField(raw.bytes, bytes, has_bytes, where + ".args.bytes")) return e;
-  if (auto e = intField(raw.cbid, cbid, has_cbid, where + ".args.cbid")) return e;
-  if (auto e = intField(raw.device, device, has_device, where + ".args.device")) return e;
-  const uint64_t end = eventEnd(ts, dur);
-  if (raw.has_pid && raw.pid >= 0 && raw.pid <= UINT32_MAX && !has_cpu_pid &&
-      (category == Category::kRuntime || category == Category::kDriver || category == Category::kUserAnnotation ||
-       category == Category::kCpuOp)) {
-    cpu_pid = static_cast<uint32_t>(raw.pid);
-    has_cpu_pid = true;
-  }
+ private:
+  od::parser parser_;
+};
 
-  switch (category) {
-    case Category::kKernel:
-    case Category::kMemcpy:
-    case Category::kMemset:
-    case Category::kSync: {
-      DeviceActivityEvent a;
-      a.device = has_device && device >= 0 ? static_cast<uint32_t>(device)
-                 : raw.has_pid && raw.pid >= 0     ? static_cast<uint32_t>(raw.pid)
-                                                   : 0;
-      a.stream = has_stream ? static_cast<uint64_t>(stream)
-                 : (raw.has_tid && !raw.tid_is_text) ? static_cast<uint64_t>(raw.tid)
-                                                     : 0;
-      a.start_ns = ts;
-      a.end_ns = end;
-      a.correlation_id = has_correlation && correlation > 0 ? static_cast<uint64_t>(correlation) : 0;
-      a.bytes = has_bytes && bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
-      if (category == Category::kKernel) {
-        a.kind = v1::ACTIVITY_KIND_KERNEL;
-        a.name_id = intern(v1::STRING_KIND_KERNEL_NAME, kernel_names_, raw.name_text);
-        ++counts.kernels;
-      } else if (category == Category::kMemcpy) {
-        a.kind = v1::ACTIVITY_KIND_MEMCPY;
-        parseMemcpyName(raw.name, a);
-        ++counts.memcpys;
-      } else if (category == Category::kMemset) {
-        a.kind = v1::ACTIVITY_KIND_MEMSET;
-        parseMemsetName(raw.name, a);
-        ++counts.memsets;
-      } else {
-        a.kind = v1::ACTIVITY_KIND_SYNC;
-        a.sync_kind = syncKindFromName(raw.sync_kind.empty() ? raw.name : std::string_view(raw.sync_kind));
-        ++counts.syncs;
-      }
-      activities.push_back(a);
-      return std::nullopt;
-    }
-    case Category::kRuntime:
-    case Category::kDriver: {
-      ApiCallEvent c;
-      const ApiClass cls = classifyApi(raw.name);
-      c.kind = cls.kind;
-      c.blocked = cls.blocked;
-      c.thread_id = threadId(raw);
-      c.start_ns = ts;
-      c.end_ns = end;
-      c.correlation_id = has_correlation && correlation > 0 ? static_cast<uint64_t>(correlation) : 0;
-      c.domain = category == Category::kRuntime ? v1::API_DOMAIN_RUNTIME : v1::API_DOMAIN_DRIVER;
-      c.cbid = has_cbid && cbid >= 0 && cbid <= UINT32_MAX ? static_cast<uint32_t>(cbid) : 0;
-      c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, raw.name_text);
-      ++counts.api_calls;
-      if (c.kind == v1::API_KIND_LAUNCH) ++counts.launches;
-      host_events.onApiCall(c, calls);  // merges a thread's polls (kineto_host_events.h)
-      return std::nullopt;
-    }
-    case Category::kCpuOp:
-      host_events.onRecordParamComms(threadId(raw), ts, end, raw.comms);
-      return std::nullopt;
-    case Category::kUserAnnotation: {
-      if (!is_step) {
-        host_events.onUserAnnotation(threadId(raw), ts, end, raw.name);
-        return std::nullopt;
-      }
-      MarkerEvent m;
-      m.thread_id = threadId(raw);
-      m.name_id = intern(v1::STRING_KIND_MARKER_NAME, marker_names_, raw.name_text);
-      m.step = step;
-      m.kind = v1::MARKER_KIND_STEP_BEGIN;
-      m.time_ns = ts;
-      markers.push_back(m);
-      m.kind = v1::MARKER_KIND_STEP_END;
-      m.time_ns = end;
-      markers.push_back(m);
-      ++counts.steps;
-      return std::nullopt;
-    }
-    case Category::kSkip: break;
+std::string scanError(JsonSplitter::Scan scan, const JsonSplitter& s, const std::string& what) {
+  switch (scan) {
+    case JsonSplitter::Scan::kCutShort:
+      if (!s.failure().empty()) return s.failure();
+      return "the trace is cut short inside " + what + (s.endedInString() ? ", in a string" : "") + " (" +
+             byteText(s.offset()) + ")";
+    case JsonSplitter::Scan::kTooDeep:
+      return what + " is nested deeper than " + std::to_string(JsonSplitter::Limits{}.max_depth) + " levels (" +
+             byteText(s.offset()) + ")";
+    case JsonSplitter::Scan::kTooLong:
+      return what + " is longer than " + std::to_string(JsonSplitter::Limits{}.max_value_bytes >> 20) +
+             " MiB (" + byteText(s.offset()) + "): not read";
+    case JsonSplitter::Scan::kUnexpected:
+      return "unexpected character in " + what + " (" + byteText(s.offset()) + ")";
+    case JsonSplitter::Scan::kDone: break;
   }
+  return what + ": no error";
+}
+
+std::string cutShort(const JsonSplitter& s, const std::string& where) {
+  if (!s.failure().empty()) return s.failure();
+  return "the trace is cut short " + where + " (" + byteText(s.offset()) + ")";
+}
+
+using EventsReader = std::optional<std::string> (*)(void* context, JsonSplitter& s);
+
+// Walks the top-level object: metadata keys into `meta`; traceEvents (at its '[') handed to
+// `read_events`, or skipped when that is null. Checks that nothing but whitespace follows.
+std::optional<std::string> walkTopLevel(JsonSplitter& s, MetadataParser& parser, TraceMetadata& meta,
+                                        EventsReader read_events, void* context) {
+  int c = s.peek();
+  if (c != '{') return c < 0 ? cutShort(s, "before the top-level object") : std::string("the JSON is not an object");
+  s.take();
+  bool has_events = false;
+  bool first = true;
+  for (;;) {
+    s.keepFrom(s.offset());
+    c = s.peek();
+    if (c < 0) return cutShort(s, "in the top-level object");
+    if (first && c == '}') {
+      s.take();
+      break;
+    }
+    if (c != '"') return "expected a key in the top-level object (" + byteText(s.offset()) + ")";
+    std::string_view key_text;
+    if (auto scan = s.scanValue(true, &key_text); scan != JsonSplitter::Scan::kDone) {
+      return scanError(scan, s, "a top-level key");
+    }
+    // Raw, escapes kept: a key written with escapes is one the import does not know.
+    // A copy (the view dies with the next read), long enough to tell the keys used apart.
+    const std::string raw_key(key_text.substr(1, std::min<std::size_t>(key_text.size() - 2, 65)));
+    const std::string key = quoted(raw_key, 64);
+    c = s.peek();
+    if (c != ':') return c < 0 ? cutShort(s, "after the key " + key) : "expected ':' after the key " + key + " (" + byteText(s.offset()) + ")";
+    s.take();
+    if (raw_key == "traceEvents") {
+      if (has_events) return std::string("traceEvents appears twice");
+      has_events = true;
+      c = s.peek();
+      if (c < 0) return cutShort(s, "after traceEvents");
+      if (c != '[') return std::string("traceEvents is not an array");
+      if (read_events != nullptr) {
+        GW_TRY(read_events(context, s));
+      } else if (auto scan = s.scanValue(false); scan != JsonSplitter::Scan::kDone) {
+        return scanError(scan, s, "traceEvents");
+      }
+    } else if (raw_key == "distributedInfo" || raw_key == "baseTimeNanoseconds" || raw_key == "schemaVersion" ||
+               raw_key == "traceName") {
+      std::string_view value;
+      if (auto scan = s.scanValue(true, &value); scan != JsonSplitter::Scan::kDone) return scanError(scan, s, key);
+      GW_TRY(parser.parse(key, value, meta));
+    } else if (auto scan = s.scanValue(false); scan != JsonSplitter::Scan::kDone) {
+      // Every other key (deviceProperties, ...) is skipped.
+      return scanError(scan, s, "the value of " + key);
+    }
+    first = false;
+    c = s.peek();
+    if (c == ',') {
+      s.take();
+      continue;
+    }
+    if (c == '}') {
+      s.take();
+      break;
+    }
+    if (c < 0) return cutShort(s, "in the top-level object");
+    return "expected ',' or '}' after the value of " + key + " (" + byteText(s.offset()) + ")";
+  }
+  s.keepFrom(s.offset());
+  if (s.peek() >= 0) return "trailing data after the top-level JSON object (" + byteText(s.offset()) + ")";
+  if (!s.failure().empty()) return s.failure();
+  if (!has_events) return std::string("no traceEvents");
   return std::nullopt;
 }
 
+// --- the feed to the visitor ---------------------------------------------------------------------
+
+// Hands events to the visitor as they come: device-block events in batches (the pipeline's
+// reorder window puts them in order: within a CUPTI buffer's lag), held CPU-side events (steps)
+// merged by time in front of the first batch that reaches them.
+class Feed {
+ public:
+  // `before_hello` completes the metadata Hello needs (it may read the trace a second time).
+  using BeforeHello = std::optional<std::string> (*)(void* context, uint64_t first_time_ns);
+  Feed(RecordingVisitor& visitor, KinetoReadResult& result, const TraceMetadata& meta, BeforeHello before_hello, void* context)
+      : visitor_(visitor), result_(result), meta_(meta), before_hello_(before_hello), context_(context),
+        table_(std::make_shared<StringTable>()) {
+    result_.strings = table_;
+  }
+
+  std::optional<std::string> call(const ApiCallEvent& c) {
+    GW_TRY(room(c.start_ns));
+    batch_.api_calls.push_back(c);
+    added(c.start_ns, c.end_ns);
+    ++api_calls_;
+    return std::nullopt;
+  }
+  std::optional<std::string> activity(const DeviceActivityEvent& a) {
+    GW_TRY(room(a.start_ns));
+    batch_.activities.push_back(a);
+    added(a.start_ns, a.end_ns);
+    ++activities_;
+    return std::nullopt;
+  }
+  // A CPU-side event: held until the feed reaches its time.
+  void hold(const MarkerEvent& m) {
+    held_.push_back(m);
+    held_sorted_ = false;
+    last_ns_ = std::max(last_ns_, m.time_ns);
+    ++markers_;
+    noteHeld();
+  }
+  // A c10d NCCL range: CPU-side too, held like a marker.
+  void hold(const NcclCallEvent& n) {
+    held_nccl_.push_back(n);
+    held_sorted_ = false;
+    last_ns_ = std::max(last_ns_, n.end_ns);
+    ++nccl_calls_;
+    noteHeld();
+  }
+  void define(v1::StringKind kind, uint32_t id, std::string text) { strings_.push_back({kind, id, std::move(text)}); }
+  void setCpuPid(uint32_t pid) { cpu_pid_ = pid; }
+  bool helloSent() const { return hello_sent_; }
+
+  // The end of traceEvents: everything still held goes out.
+  std::optional<std::string> finish() {
+    GW_TRY(flush());
+    if (!hello_sent_) GW_TRY(sendHello(anyHeld() ? earliestHeld() : 0));
+    sortHeld();
+    deliverHeld(held_.size(), held_nccl_.size());
+    if (!strings_.empty()) deliver(batch_);
+    return std::nullopt;
+  }
+  // After the whole trace was read and checked.
+  void goodbye() {
+    v1::Goodbye goodbye;
+    goodbye.set_end_time_ns(last_ns_);
+    // The trace ends with the profiler's window: how and when the process ended is not in it.
+    goodbye.set_exit_reason(v1::EXIT_REASON_UNSPECIFIED);
+    goodbye.set_batches(result_.health.batches);
+    goodbye.set_api_calls(api_calls_);
+    goodbye.set_activities(activities_);
+    goodbye.set_markers(markers_);
+    goodbye.set_nccl_calls(nccl_calls_);
+    visitor_.onGoodbye(goodbye, 0);
+    result_.read.summary.frames += 1;
+    result_.health.has_goodbye = true;
+  }
+
+ private:
+  // Flushes the batch first when this event would make it too long or span too much time.
+  std::optional<std::string> room(uint64_t time_ns) {
+    if (in_batch_ == 0) return std::nullopt;
+    if (in_batch_ >= kBatchEvents || std::max(batch_max_, time_ns) - std::min(batch_min_, time_ns) > kBatchSpanNs) {
+      return flush();
+    }
+    return std::nullopt;
+  }
+  void added(uint64_t start_ns, uint64_t end_ns) {
+    if (in_batch_ == 0) batch_min_ = batch_max_ = start_ns;
+    batch_min_ = std::min(batch_min_, start_ns);
+    batch_max_ = std::max(batch_max_, start_ns);
+    last_ns_ = std::max(last_ns_, end_ns);
+    ++in_batch_;
+    noteHeld();
+  }
+  void noteHeld() {
+    result_.counts.max_held_events =
+        std::max<uint64_t>(result_.counts.max_held_events, held_.size() + held_nccl_.size() + in_batch_);
+  }
+  void sortHeld() {
+    if (held_sorted_) return;
+    std::stable_sort(held_.begin(), held_.end(), [](const MarkerEvent& a, const MarkerEvent& b) { return a.time_ns < b.time_ns; });
+    std::stable_sort(held_nccl_.begin(), held_nccl_.end(),
+                     [](const NcclCallEvent& a, const NcclCallEvent& b) { return a.start_ns < b.start_ns; });
+    held_sorted_ = true;
+  }
+  bool anyHeld() const { return !held_.empty() || !held_nccl_.empty(); }
+  uint64_t earliestHeld() {
+    sortHeld();
+    uint64_t t = UINT64_MAX;
+    if (!held_.empty()) t = held_.front().time_ns;
+    if (!held_nccl_.empty()) t = std::min(t, held_nccl_.front().start_ns);
+    return t;
+  }
+  std::optional<std::string> flush() {
+    if (in_batch_ == 0) return std::nullopt;
+    if (!hello_sent_) GW_TRY(sendHello(anyHeld() ? std::min(batch_min_, earliestHeld()) : batch_min_));
+    // Held events up to this batch's latest time go first, in a batch of their own, so that they
+    // come after nothing later than the window allows.
+    sortHeld();
+    const auto due = std::upper_bound(held_.begin(), held_.end(), batch_max_,
+                                      [](uint64_t t, const MarkerEvent& m) { return t < m.time_ns; });
+    const auto due_nccl = std::upper_bound(held_nccl_.begin(), held_nccl_.end(), batch_max_,
+                                           [](uint64_t t, const NcclCallEvent& n) { return t < n.start_ns; });
+    deliverHeld(static_cast<std::size_t>(due - held_.begin()), static_cast<std::size_t>(due_nccl - held_nccl_.begin()));
+    batch_.base_time_ns = batch_min_;
+    deliver(batch_);
+    in_batch_ = 0;
+    return std::nullopt;
+  }
+  void deliverHeld(std::size_t markers, std::size_t nccl_calls) {
+    if (markers == 0 && nccl_calls == 0) return;
+    DecodedBatch held;
+    held.markers.assign(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(markers));
+    held.nccl_calls.assign(held_nccl_.begin(), held_nccl_.begin() + static_cast<std::ptrdiff_t>(nccl_calls));
+    held.base_time_ns = UINT64_MAX;
+    if (markers > 0) held.base_time_ns = held.markers.front().time_ns;
+    if (nccl_calls > 0) held.base_time_ns = std::min(held.base_time_ns, held.nccl_calls.front().start_ns);
+    held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(markers));
+    held_nccl_.erase(held_nccl_.begin(), held_nccl_.begin() + static_cast<std::ptrdiff_t>(nccl_calls));
+    deliver(held);
+  }
+  void deliver(DecodedBatch& batch) {
+    batch.sequence = sequence_++;
+    batch.strings.swap(strings_);
+    for (const StringDefinition& s : batch.strings) table_->define(s.kind, s.id, s.text);
+    visitor_.onBatch(batch, *table_);
+    result_.read.summary.frames += 1;
+    result_.health.batches += 1;
+    batch.strings.clear();
+    batch.api_calls.clear();
+    batch.activities.clear();
+    batch.markers.clear();
+    batch.nccl_calls.clear();
+  }
+  std::optional<std::string> sendHello(uint64_t first_ns) {
+    if (before_hello_ != nullptr) GW_TRY(before_hello_(context_, first_ns));
+    v1::Hello hello;
+    hello.set_wire_version(1);
+    hello.set_pid(cpu_pid_);
+    hello.set_host("");
+    if (meta_.rank) hello.set_rank(*meta_.rank);
+    if (meta_.world_size) hello.set_world_size(*meta_.world_size);
+    hello.add_probes(v1::PROBE_CUPTI_ACTIVITY);
+    hello.set_clock(v1::CLOCK_DOMAIN_KINETO_US);
+    hello.set_source(v1::STREAM_SOURCE_KINETO_TRACE);
+    hello.set_trace_schema_version(meta_.schema_version);
+    hello.set_trace_name(meta_.trace_name);
+    hello.set_start_time_ns(first_ns);
+    hello.set_start_unix_ns(meta_.has_base_time ? meta_.base_time_ns + first_ns : first_ns);
+    visitor_.onHello(hello, 0);
+    hello_sent_ = true;
+    result_.read.summary.frames += 1;
+    result_.health.has_hello = true;
+    return std::nullopt;
+  }
+
+  RecordingVisitor& visitor_;
+  KinetoReadResult& result_;
+  const TraceMetadata& meta_;
+  BeforeHello before_hello_;
+  void* context_;
+  DecodedBatch batch_;
+  std::size_t in_batch_ = 0;
+  uint64_t batch_min_ = 0, batch_max_ = 0, last_ns_ = 0;
+  std::vector<MarkerEvent> held_;
+  std::vector<NcclCallEvent> held_nccl_;
+  bool held_sorted_ = true;  // both held lists
+  std::vector<StringDefinition> strings_;
+  std::shared_ptr<StringTable> table_;
+  uint64_t sequence_ = 0;
+  uint64_t api_calls_ = 0, activities_ = 0, markers_ = 0, nccl_calls_ = 0;
+  uint32_t cpu_pid_ = 0;
+  bool hello_sent_ = false;
+};
+
+// --- the reader ----------------------------------------------------------------------------------
+
+// A hash that finds std::string keys by string_view, so that a name already interned costs no copy.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using NameTable = std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>>;
+
+class TraceReader {
+ public:
+  TraceReader(RecordingVisitor& visitor, KinetoReadResult& result, const KinetoReadOptions& options)
+      : result_(result), options_(options), feed_(visitor, result, meta_, &TraceReader::beforeHello, this) {}
+
+  std::optional<std::string> read(ByteSource& text) {
+    JsonSplitter splitter(text, JsonSplitter::Limits{});
+    GW_TRY(walkTopLevel(splitter, metadata_parser_, meta_, &TraceReader::readEvents, this));
+    result_.counts.max_buffered_bytes = std::max<uint64_t>(result_.counts.max_buffered_bytes, splitter.maxBuffered());
+    calls_out_.clear();
+    host_events_.flushPolls(calls_out_);
+    for (const ApiCallEvent& ready : calls_out_) GW_TRY(feed_.call(ready));
+    holdNcclCalls();
+    result_.counts.host = host_events_.counts();
+    GW_TRY(feed_.finish());
+    feed_.goodbye();
+    return std::nullopt;
+  }
+
+ private:
+  static std::optional<std::string> readEvents(void* self, JsonSplitter& s) { return static_cast<TraceReader*>(self)->events(s); }
+  static std::optional<std::string> beforeHello(void* self, uint64_t first_ns) {
+    return static_cast<TraceReader*>(self)->completeMetadata(first_ns);
+  }
+
+  // traceEvents, at its '[': cut into elements, parsed a batch of about kParseBatchBytes at a time.
+  std::optional<std::string> events(JsonSplitter& s) {
+    s.take();
+    uint64_t index = 0;
+    if (s.peek() == ']') {
+      s.take();
+      return std::nullopt;
+    }
+    uint64_t from = 0, first = 0, count = 0;
+    for (;;) {
+      if (count == 0) {
+        if (s.peek() < 0) return cutShort(s, "in traceEvents, before element " + std::to_string(index));
+        from = s.offset();
+        s.keepFrom(from - 1);  // the byte before becomes the batch's '['
+        first = index;
+      }
+      const uint64_t element = s.offset();
+      if (auto scan = s.scanValue(true); scan != JsonSplitter::Scan::kDone) return scanError(scan, s, at(index));
+      const std::span<char> bytes = s.bytes(element, s.offset());
+      if (plainlyUnused(std::string_view(bytes.data(), std::min<std::size_t>(bytes.size(), 128)))) {
+        std::memset(bytes.data(), ' ', bytes.size());
+        bytes[0] = '{';
+        bytes[1] = '}';
+      }
+      ++count;
+      ++index;
+      if (s.offset() - from >= kParseBatchBytes) {
+        GW_TRY(parseBatch(s, from, s.offset(), first, count));
+        count = 0;
+      }
+      const uint64_t end = s.offset();
+      const int c = s.peek();
+      if (c == ',') {
+        s.take();
+        continue;
+      }
+      if (c == ']') {
+        if (count > 0) GW_TRY(parseBatch(s, from, end, first, count));
+        s.take();
+        break;
+      }
+      if (c < 0) return cutShort(s, "in traceEvents, after " + at(index - 1));
+      return "expected ',' or ']' after " + at(index - 1) + " (" + byteText(s.offset()) + ")";
+    }
+    result_.counts.trace_events = index;
+    return std::nullopt;
+  }
+
+  // Elements [from, to) of traceEvents, `count` of them from index `first`, parsed in place.
+  std::optional<std::string> parseBatch(JsonSplitter& s, uint64_t from, uint64_t to, uint64_t first, uint64_t count) {
+    const std::string_view json = s.frameArray(from, to);
+    auto error = parseFramed(json, first, count);
+    s.unframe();
+    return error;
+  }
+
+  std::optional<std::string> parseFramed(std::string_view json, uint64_t first, uint64_t count) {
+    static_assert(JsonSplitter::kPaddingAfterFrame >= simdjson::SIMDJSON_PADDING);
+    const auto range = [&] { return count == 1 ? at(first) : at(first) + " to " + at(first + count - 1); };
+    od::document doc;
+    if (auto e = parser_.iterate(json.data(), json.size(), json.size() + simdjson::SIMDJSON_PADDING).get(doc)) {
+      return malformed(e, range());
+    }
+    od::array elements;
+    if (auto e = doc.get_array().get(elements)) return malformed(e, range());
+    uint64_t index = first;
+    RawEvent raw;
+    for (auto element_result : elements) {
+      od::value element;
+      if (auto e = std::move(element_result).get(element)) return malformed(e, at(index));
+      od::object event;
+      if (auto e = element.get_object().get(event)) {
+        return e == simdjson::INCORRECT_TYPE ? at(index) + " is not an object" : malformed(e, at(index));
+      }
+      raw = RawEvent{};
+      GW_TRY(parseEvent(event, index, raw));
+      GW_TRY(mapEvent(raw, index));
+      ++index;
+    }
+    // The splitter balanced brackets of either kind: a '{' closed by ']' shows up here.
+    const char* after = nullptr;
+    if (index - first != count || doc.current_location().get(after) == simdjson::SUCCESS) {
+      return "malformed JSON in " + range() + " (brackets do not match)";
+    }
+    return std::nullopt;
+  }
+
+  void holdNcclCalls() {
+    for (const NcclCallEvent& call : host_events_.takeNcclCalls()) feed_.hold(call);
+  }
+
+  uint32_t threadId(const RawEvent& raw) {
+    if (!raw.has_tid) return 0;
+    if (raw.tid_is_text) {
+      auto it = text_threads_.find(raw.tid_text);
+      if (it != text_threads_.end()) return it->second;
+      const uint32_t id = next_thread_++;
+      text_threads_.emplace(std::string(raw.tid_text), id);
+      feed_.define(v1::STRING_KIND_THREAD_NAME, id, std::string(raw.tid_text));
+      return id;
+    }
+    auto [it, added] = threads_.emplace(raw.tid, next_thread_);
+    if (added) {
+      ++next_thread_;
+      auto name = thread_names_.find(raw.tid);
+      feed_.define(v1::STRING_KIND_THREAD_NAME, it->second,
+                   name != thread_names_.end() ? name->second : "tid " + std::to_string(raw.tid));
+    }
+    return it->second;
+  }
+
+  uint32_t intern(v1::StringKind kind, NameTable& table, std::string_view text) {
+    auto it = table.find(text);
+    if (it != table.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(table.size() + 1);
+    table.emplace(std::string(text), id);
+    feed_.define(kind, id, std::string(text));
+    return id;
+  }
+
+  // One element to gapwatch's events: the one place where a Kineto event becomes a gapwatch one.
+  std::optional<std::string> mapEvent(const RawEvent& raw, uint64_t index) {
+    if (raw.ph == "M") {
+      if (raw.name == "thread_name" && raw.has_tid && !raw.tid_is_text && !raw.arg_name.empty()) {
+        thread_names_[raw.tid] = std::string(raw.arg_name);
+        auto known = threads_.find(raw.tid);
+        if (known != threads_.end()) feed_.define(v1::STRING_KIND_THREAD_NAME, known->second, std::string(raw.arg_name));
+      }
+      return std::nullopt;
+    }
+    if (raw.ph != "X") return std::nullopt;
+    const Category category = raw.category;
+    if (category == Category::kSkip) return std::nullopt;
+    uint64_t step = 0;
+    const bool is_step = category == Category::kUserAnnotation && profilerStep(raw.name, step);
+    if (category == Category::kUserAnnotation && !is_step && !ncclOpOfAnnotation(raw.name)) return std::nullopt;
+    if (category == Category::kCpuOp && raw.name != "record_param_comms") return std::nullopt;
+
+    if (!raw.ts.present) return at(index) + " (" + quoted(raw.cat) + ") has no ts";
+    if (!raw.ts.is_number) return at(index, "ts") + " is not a number";
+    if (raw.dur.present && !raw.dur.is_number) return at(index, "dur") + " is not a number";
+    uint64_t ts = 0, dur = 0;
+    if (!microsToNs(raw.ts.text, ts)) {
+      return at(index, "ts") + " is not a non-negative decimal number (" + quoted(raw.ts.text) + ")";
+    }
+    if (raw.dur.present && !microsToNs(raw.dur.text, dur)) {
+      return at(index, "dur") + " is not a non-negative decimal number (" + quoted(raw.dur.text) + ")";
+    }
+    int64_t correlation = 0, stream = 0, bytes = 0, cbid = 0, device = 0;
+    bool has_correlation = false, has_stream = false, has_bytes = false, has_cbid = false, has_device = false;
+    GW_TRY(intField(raw.correlation, correlation, has_correlation, index, "args.correlation"));
+    GW_TRY(intField(raw.stream, stream, has_stream, index, "args.stream"));
+    GW_TRY(intField(raw.bytes, bytes, has_bytes, index, "args.bytes"));
+    GW_TRY(intField(raw.cbid, cbid, has_cbid, index, "args.cbid"));
+    GW_TRY(intField(raw.device, device, has_device, index, "args.device"));
+    const uint64_t end = eventEnd(ts, dur);
+    if (raw.has_pid && raw.pid >= 0 && raw.pid <= UINT32_MAX && !has_cpu_pid_ &&
+        (category == Category::kRuntime || category == Category::kDriver || category == Category::kUserAnnotation ||
+         category == Category::kCpuOp)) {
+      feed_.setCpuPid(static_cast<uint32_t>(raw.pid));
+      has_cpu_pid_ = true;
+    }
+    first_used_ns_ = std::min(first_used_ns_, ts);
+
+    switch (category) {
+      case Category::kKernel:
+      case Category::kMemcpy:
+      case Category::kMemset:
+      case Category::kSync: {
+        DeviceActivityEvent a;
+        a.device = has_device && device >= 0 ? static_cast<uint32_t>(device)
+                   : raw.has_pid && raw.pid >= 0     ? static_cast<uint32_t>(raw.pid)
+                                                     : 0;
+        a.stream = has_stream ? static_cast<uint64_t>(stream)
+                   : (raw.has_tid && !raw.tid_is_text) ? static_cast<uint64_t>(raw.tid)
+                                                       : 0;
+        a.start_ns = ts;
+        a.end_ns = end;
+        a.correlation_id = has_correlation && correlation > 0 ? static_cast<uint64_t>(correlation) : 0;
+        a.bytes = has_bytes && bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
+        if (category == Category::kKernel) {
+          a.kind = v1::ACTIVITY_KIND_KERNEL;
+          a.name_id = intern(v1::STRING_KIND_KERNEL_NAME, kernel_names_, raw.name);
+          ++result_.counts.kernels;
+        } else if (category == Category::kMemcpy) {
+          a.kind = v1::ACTIVITY_KIND_MEMCPY;
+          parseMemcpyName(raw.name, a);
+          ++result_.counts.memcpys;
+        } else if (category == Category::kMemset) {
+          a.kind = v1::ACTIVITY_KIND_MEMSET;
+          parseMemsetName(raw.name, a);
+          ++result_.counts.memsets;
+        } else {
+          a.kind = v1::ACTIVITY_KIND_SYNC;
+          a.sync_kind = syncKindFromName(raw.sync_kind.empty() ? raw.name : raw.sync_kind);
+          ++result_.counts.syncs;
+        }
+        return feed_.activity(a);
+      }
+      case Category::kRuntime:
+      case Category::kDriver: {
+        ApiCallEvent c;
+        const ApiClass cls = classifyApi(raw.name);
+        c.kind = cls.kind;
+        c.blocked = cls.blocked;
+        c.thread_id = threadId(raw);
+        c.start_ns = ts;
+        c.end_ns = end;
+        c.correlation_id = has_correlation && correlation > 0 ? static_cast<uint64_t>(correlation) : 0;
+        c.domain = category == Category::kRuntime ? v1::API_DOMAIN_RUNTIME : v1::API_DOMAIN_DRIVER;
+        c.cbid = has_cbid && cbid >= 0 && cbid <= UINT32_MAX ? static_cast<uint32_t>(cbid) : 0;
+        c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, raw.name);
+        ++result_.counts.api_calls;
+        if (c.kind == v1::API_KIND_LAUNCH) ++result_.counts.launches;
+        if (!in_device_block_) {
+          // The CPU block is over: c10d's ranges are all in, so the NCCL calls can be checked
+          // against each other and held for the feed.
+          in_device_block_ = true;
+          holdNcclCalls();
+        }
+        // A thread's polls are merged into one call (kineto_host_events.h): what is ready goes on.
+        calls_out_.clear();
+        host_events_.onApiCall(c, calls_out_);
+        for (const ApiCallEvent& ready : calls_out_) GW_TRY(feed_.call(ready));
+        return std::nullopt;
+      }
+      case Category::kCpuOp:
+        host_events_.onRecordParamComms(threadId(raw), ts, end, raw.comms);
+        return std::nullopt;
+      case Category::kUserAnnotation: {
+        if (!is_step) {
+          host_events_.onUserAnnotation(threadId(raw), ts, end, raw.name);
+          return std::nullopt;
+        }
+        // CPU-side: the trace holds these first, long before the device work of their time.
+        MarkerEvent m;
+        m.thread_id = threadId(raw);
+        m.name_id = intern(v1::STRING_KIND_MARKER_NAME, marker_names_, raw.name);
+        m.step = step;
+        m.kind = v1::MARKER_KIND_STEP_BEGIN;
+        m.time_ns = ts;
+        feed_.hold(m);
+        m.kind = v1::MARKER_KIND_STEP_END;
+        m.time_ns = end;
+        feed_.hold(m);
+        ++result_.counts.steps;
+        return std::nullopt;
+      }
+      case Category::kSkip: break;
+    }
+    return std::nullopt;
+  }
+
+  // Before the Hello: the metadata it needs may come after traceEvents (nccl_rank-0 has
+  // baseTimeNanoseconds last). Then, if the trace can be read again, a second pass that only
+  // walks the top level (traceEvents skipped by the splitter) finds it.
+  std::optional<std::string> completeMetadata(uint64_t first_ns) {
+    const bool relative = std::min(first_used_ns_, first_ns) < kEpochTimesFromNs;
+    const bool missing = !meta_.has_distributed_info || (relative && !meta_.has_base_time);
+    if (!missing || !options_.reopen) return std::nullopt;
+    std::unique_ptr<ByteSource> again = options_.reopen();
+    if (!again) return std::nullopt;
+    TraceMetadata found;
+    MetadataParser parser;
+    std::unique_ptr<ByteSource> text;
+    GW_TRY(openText(*again, text));
+    JsonSplitter splitter(*text, JsonSplitter::Limits{});
+    if (auto error = walkTopLevel(splitter, parser, found, nullptr, nullptr)) return *error;
+    if (found.has_distributed_info) {
+      meta_.has_distributed_info = true;
+      meta_.rank = found.rank;
+      meta_.world_size = found.world_size;
+    }
+    if (found.has_base_time) {
+      meta_.has_base_time = true;
+      meta_.base_time_ns = found.base_time_ns;
+    }
+    if (meta_.schema_version == 0) meta_.schema_version = found.schema_version;
+    if (meta_.trace_name.empty()) meta_.trace_name = found.trace_name;
+    result_.counts.metadata_passes = 2;
+    return std::nullopt;
+  }
+
+ public:
+  // The JSON text of a trace source: itself, or inflated when it starts with the gzip magic.
+  static std::optional<std::string> openText(ByteSource& raw, std::unique_ptr<ByteSource>& text);
+
+ private:
+  KinetoReadResult& result_;
+  const KinetoReadOptions& options_;
+  TraceMetadata meta_;
+  MetadataParser metadata_parser_;
+  Feed feed_;
+  od::parser parser_;
+  bool has_cpu_pid_ = false;
+  uint64_t first_used_ns_ = UINT64_MAX;
+  KinetoHostEvents host_events_;
+  std::vector<ApiCallEvent> calls_out_;  // calls handed on by host_events_, reused
+  bool in_device_block_ = false;         // a runtime or driver call has been seen
+  std::unordered_map<int64_t, uint32_t> threads_;
+  NameTable text_threads_;
+  std::unordered_map<int64_t, std::string> thread_names_;  // tid -> M thread_name
+  NameTable kernel_names_, api_names_, marker_names_;
+  uint32_t next_thread_ = 1;
+};
+
 #undef GW_TRY
+
+// The first bytes of a source, kept so that they can be sniffed and then still read.
+class PrefixedSource final : public ByteSource {
+ public:
+  PrefixedSource(ByteSource& inner, std::vector<uint8_t> head) : inner_(inner), head_(std::move(head)) {}
+  std::size_t read(std::span<uint8_t> buffer) override {
+    if (at_ < head_.size()) {
+      const std::size_t n = std::min(buffer.size(), head_.size() - at_);
+      std::memcpy(buffer.data(), head_.data() + at_, n);
+      at_ += n;
+      return n;
+    }
+    return inner_.read(buffer);
+  }
+  const std::string& failure() const override { return inner_.failure(); }
+
+ private:
+  ByteSource& inner_;
+  std::vector<uint8_t> head_;
+  std::size_t at_ = 0;
+};
+
+// Counts the bytes read from the file (ReadSummary.bytes_read) and owns what wraps it.
+class CountingSource final : public ByteSource {
+ public:
+  explicit CountingSource(ByteSource& inner) : inner_(inner) {}
+  std::size_t read(std::span<uint8_t> buffer) override {
+    const std::size_t n = inner_.read(buffer);
+    count += n;
+    return n;
+  }
+  const std::string& failure() const override { return inner_.failure(); }
+  uint64_t count = 0;
+
+ private:
+  ByteSource& inner_;
+};
+
+std::optional<std::string> TraceReader::openText(ByteSource& raw, std::unique_ptr<ByteSource>& text) {
+  std::vector<uint8_t> head(2);
+  std::size_t have = 0;
+  while (have < head.size()) {
+    const std::size_t n = raw.read(std::span<uint8_t>(head).subspan(have));
+    if (n == 0) break;
+    have += n;
+  }
+  if (have == 0 && !raw.failure().empty()) return raw.failure();
+  head.resize(have);
+  if (isGzip(head)) {
+    // The gzip source reads the rest of `raw` after these two bytes.
+    struct Inflated final : ByteSource {
+      Inflated(ByteSource& raw, std::span<const uint8_t> head) : gzip(raw, head) {}
+      std::size_t read(std::span<uint8_t> b) override { return gzip.read(b); }
+      const std::string& failure() const override { return gzip.failure(); }
+      GzipByteSource gzip;
+    };
+    text = std::make_unique<Inflated>(raw, head);
+  } else {
+    struct Owned final : ByteSource {
+      Owned(ByteSource& raw, std::vector<uint8_t> head) : source(raw, std::move(head)) {}
+      std::size_t read(std::span<uint8_t> b) override { return source.read(b); }
+      const std::string& failure() const override { return source.failure(); }
+      PrefixedSource source;
+    };
+    text = std::make_unique<Owned>(raw, std::move(head));
+  }
+  return std::nullopt;
+}
 
 KinetoReadResult refused(KinetoReadResult result, ReadErrorKind kind, std::string message) {
   result.read.error = ReadError{kind, "Kineto trace: " + std::move(message), 0};
   result.read.summary.frames = 0;
+  const uint64_t max_held = result.counts.max_held_events;
   result.counts = {};
+  result.counts.max_held_events = max_held;
   return result;
 }
 
@@ -824,116 +1342,58 @@ bool fileLooksLikeKinetoTrace(const std::string& path) {
   return looksLikeKinetoTrace(std::span<const uint8_t>(head.data(), have));
 }
 
-KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) {
+KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor, const KinetoReadOptions& options) {
   KinetoReadResult result;
-  std::string bytes;
-  if (auto error = readAll(source, bytes)) return refused(std::move(result), ReadErrorKind::kCannotRead, *error);
-  result.read.summary.bytes_read = bytes.size();
-  if (bytes.empty()) return refused(std::move(result), ReadErrorKind::kEmpty, "the file is empty");
-  const auto head = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  CountingSource counted(source);
+  // Sniff the start: gzip, or JSON that opens an object (after whitespace).
+  std::vector<uint8_t> head(256);
+  std::size_t have = 0;
+  while (have < head.size()) {
+    const std::size_t n = counted.read(std::span<uint8_t>(head).subspan(have));
+    if (n == 0) break;
+    have += n;
+  }
+  head.resize(have);
+  if (have == 0 && !counted.failure().empty()) return refused(std::move(result), ReadErrorKind::kCannotRead, counted.failure());
+  if (have == 0) return refused(std::move(result), ReadErrorKind::kEmpty, "the file is empty");
   if (!looksLikeKinetoTrace(head)) return refused(std::move(result), ReadErrorKind::kNotRecording, "not gzip or a JSON object");
-  if (isGzip(head)) {
-    std::string inflated;
-    if (auto error = inflateGzip(bytes, inflated)) return refused(std::move(result), ReadErrorKind::kCorrupt, *error);
-    bytes = std::move(inflated);
-    const auto inner = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  const bool gzip = isGzip(head);
+  PrefixedSource raw(counted, std::move(head));
+  std::unique_ptr<ByteSource> text;
+  if (auto error = TraceReader::openText(raw, text)) return refused(std::move(result), ReadErrorKind::kCannotRead, *error);
+  if (gzip) {
+    // The inflated data must itself be a JSON object, not (say) a gzipped recording.
+    std::vector<uint8_t> inner(256);
+    std::size_t got = 0;
+    while (got < inner.size()) {
+      const std::size_t n = text->read(std::span<uint8_t>(inner).subspan(got));
+      if (n == 0) break;
+      got += n;
+    }
+    inner.resize(got);
+    if (got == 0 && !text->failure().empty()) return refused(std::move(result), ReadErrorKind::kCorrupt, text->failure());
     if (!looksLikeKinetoTrace(inner) || isGzip(inner)) {
       return refused(std::move(result), ReadErrorKind::kNotRecording, "the gzip data is not a JSON object");
     }
+    struct Rejoined final : ByteSource {
+      Rejoined(std::unique_ptr<ByteSource> inflated, std::vector<uint8_t> head)
+          : owned(std::move(inflated)), source(*owned, std::move(head)) {}
+      std::size_t read(std::span<uint8_t> b) override { return source.read(b); }
+      const std::string& failure() const override { return source.failure(); }
+      std::unique_ptr<ByteSource> owned;
+      PrefixedSource source;
+    };
+    text = std::make_unique<Rejoined>(std::move(text), std::move(inner));
   }
-
-  TraceParser parser;
-  {
-    const simdjson::padded_string json(bytes);
-    std::string().swap(bytes);
-    if (auto error = parser.parse(json)) return refused(std::move(result), ReadErrorKind::kCorrupt, *error);
-  }
-  result.counts = parser.counts;
-
-  // Everything held, sorted by time (ties: markers, calls, activities, as the reorder window does).
-  std::vector<HeldEvent> order;
-  order.reserve(parser.calls.size() + parser.activities.size() + parser.markers.size() + parser.nccl_calls.size());
-  for (uint32_t i = 0; i < parser.markers.size(); ++i) order.push_back({parser.markers[i].time_ns, 0, i});
-  for (uint32_t i = 0; i < parser.calls.size(); ++i) order.push_back({parser.calls[i].start_ns, 1, i});
-  for (uint32_t i = 0; i < parser.activities.size(); ++i) order.push_back({parser.activities[i].start_ns, 2, i});
-  for (uint32_t i = 0; i < parser.nccl_calls.size(); ++i) order.push_back({parser.nccl_calls[i].start_ns, 3, i});
-  std::stable_sort(order.begin(), order.end(), [](const HeldEvent& a, const HeldEvent& b) {
-    return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.type < b.type;
-  });
-  uint64_t first_ns = order.empty() ? 0 : order.front().time_ns;
-  uint64_t last_ns = first_ns;
-  for (const ApiCallEvent& c : parser.calls) last_ns = std::max(last_ns, c.end_ns);
-  for (const DeviceActivityEvent& a : parser.activities) last_ns = std::max(last_ns, a.end_ns);
-  for (const MarkerEvent& m : parser.markers) last_ns = std::max(last_ns, m.time_ns);
-  for (const NcclCallEvent& c : parser.nccl_calls) last_ns = std::max(last_ns, c.end_ns);
-
-  v1::Hello hello;
-  hello.set_wire_version(1);
-  hello.set_pid(parser.cpu_pid);
-  hello.set_host("");
-  if (parser.rank) hello.set_rank(*parser.rank);
-  if (parser.world_size) hello.set_world_size(*parser.world_size);
-  hello.add_probes(v1::PROBE_CUPTI_ACTIVITY);
-  hello.set_clock(v1::CLOCK_DOMAIN_KINETO_US);
-  hello.set_source(v1::STREAM_SOURCE_KINETO_TRACE);
-  hello.set_trace_schema_version(parser.schema_version);
-  hello.set_trace_name(parser.trace_name);
-  hello.set_start_time_ns(first_ns);
-  hello.set_start_unix_ns(parser.has_base_time ? parser.base_time_ns + first_ns : first_ns);
-  visitor.onHello(hello, 0);
-  result.read.summary.frames = 1;
-  result.health.has_hello = true;
-
-  StringTable& strings = *result.strings;
-  DecodedBatch batch;
-  batch.strings = std::move(parser.strings);
-  uint64_t sequence = 0;
-  auto flush = [&]() {
-    batch.sequence = sequence++;
-    for (const StringDefinition& s : batch.strings) strings.define(s.kind, s.id, s.text);
-    visitor.onBatch(batch, strings);
-    result.read.summary.frames += 1;
-    result.health.batches += 1;
-    batch.strings.clear();
-    batch.api_calls.clear();
-    batch.activities.clear();
-    batch.markers.clear();
-    batch.nccl_calls.clear();
-  };
-  std::size_t in_batch = 0;
-  uint64_t batch_start = first_ns;
-  for (const HeldEvent& e : order) {
-    if (in_batch > 0 && (in_batch >= kBatchEvents || e.time_ns - batch_start > kBatchSpanNs)) {
-      flush();
-      in_batch = 0;
-    }
-    if (in_batch == 0) {
-      batch_start = e.time_ns;
-      batch.base_time_ns = e.time_ns;
-    }
-    switch (e.type) {
-      case 0: batch.markers.push_back(parser.markers[e.index]); break;
-      case 1: batch.api_calls.push_back(parser.calls[e.index]); break;
-      case 3: batch.nccl_calls.push_back(parser.nccl_calls[e.index]); break;
-      default: batch.activities.push_back(parser.activities[e.index]); break;
-    }
-    ++in_batch;
-  }
-  if (in_batch > 0 || !batch.strings.empty()) flush();
-
-  v1::Goodbye goodbye;
-  goodbye.set_end_time_ns(last_ns);
-  // The trace ends with the profiler's window: how and when the process ended is not in it.
-  goodbye.set_exit_reason(v1::EXIT_REASON_UNSPECIFIED);
-  goodbye.set_batches(result.health.batches);
-  goodbye.set_api_calls(parser.calls.size());
-  goodbye.set_activities(parser.activities.size());
-  goodbye.set_markers(parser.markers.size());
-  goodbye.set_nccl_calls(parser.nccl_calls.size());
-  visitor.onGoodbye(goodbye, 0);
-  result.read.summary.frames += 1;
-  result.health.has_goodbye = true;
+  TraceReader reader(visitor, result, options);
+  const std::optional<std::string> error = reader.read(*text);
+  result.read.summary.bytes_read = counted.count;
+  if (error) return refused(std::move(result), ReadErrorKind::kCorrupt, *error);
   return result;
+}
+
+KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) {
+  return readKinetoTrace(source, visitor, KinetoReadOptions{});
 }
 
 KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor) {
@@ -943,7 +1403,14 @@ KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& 
     result.read.error = ReadError{ReadErrorKind::kCannotRead, source.failure(), 0};
     return result;
   }
-  return readKinetoTrace(source, visitor);
+  KinetoReadOptions options;
+  // A file can be opened again: metadata after traceEvents then costs a second, top-level pass.
+  options.reopen = [path]() -> std::unique_ptr<ByteSource> {
+    auto again = std::make_unique<FileByteSource>(path);
+    if (!again->isOpen()) return nullptr;
+    return again;
+  };
+  return readKinetoTrace(source, visitor, options);
 }
 
 }  // namespace gapwatch

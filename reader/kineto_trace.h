@@ -5,10 +5,11 @@
 // recording would have held and hands it to a RecordingVisitor exactly as StreamDecoder does:
 // one v1::Hello (the CPU pid, host "", rank and world size from distributedInfo, probes
 // {CUPTI_ACTIVITY}: Kineto takes its host calls from CUPTI activity records), then DecodedBatches
-// in time order (string definitions in the first), then a Goodbye. So ProcessAnalyser and the
+// (string definitions in the batch that first needs them; thread names, which the trace gives at
+// its end, redefined when they come), then a Goodbye. So ProcessAnalyser and the
 // rest of the analysis run on it unchanged. docs/design/kineto-import.md is the design.
 //
-// Mapping (first slice):
+// Mapping:
 //   kernel, gpu_memcpy, gpu_memset  -> DeviceActivityEvent KERNEL/MEMCPY/MEMSET: device = pid,
 //                                      stream = args.stream (else tid), correlation = args.correlation;
 //                                      copy direction and memory kinds from the name
@@ -32,30 +33,53 @@
 // Hello.start_unix_ns is baseTimeNanoseconds plus the first event's time. Thread ids (which can
 // be negative: a pthread id cut to int32) are mapped to dense ids from 1.
 //
-// Known limits of this first slice (docs/usage.md, "Reading PyTorch profiler traces"):
-//   - memory is proportional to the trace: the whole (inflated) file is held, parsed with
-//     simdjson On-Demand, and every used event is held so that they can be handed over sorted by
-//     start time (the file holds the CPU block first, then the device block, spanning more than
-//     the analysis's 2 s reorder window). Inflated input over kMaxKinetoTraceBytes is refused.
-// Errors: a malformed trace (not gzip or JSON, truncated, wrong types, no traceEvents, a used event
-// without ts) is refused with one line and nothing is handed to the visitor. Never throws for
-// anything the bytes contain. Messages never name the file.
+// Reading streams (docs/design/kineto-import.md section 4): the bytes are inflated in blocks
+// (reader/gzip_source.h), reader/json_splitter.h cuts traceEvents into whole elements, and
+// simdjson On-Demand parses them about 1 MiB at a time. Device-block events (runtime and driver
+// calls, kernels, copies, memsets, cuda_sync records) are handed over in file order, in batches
+// that each span at most 1 s: the file holds them within a CUPTI buffer's lag of time order (at
+// most 0.97 s in the shared traces), which the analysis's 2 s reorder window absorbs. CPU-side
+// events that are used (ProfilerStep markers, c10d's NCCL ranges) come first in the file, long before the device work
+// of their time: they are held in a side list and handed over in front of the first batch that
+// reaches their time. So memory is the blocks, one parse batch, one handed-over batch and the held
+// steps, whatever the trace's size (KinetoCounts.max_held_events, max_buffered_bytes).
+// Speed: simdjson's stage 1 (the SIMD pass that indexes a batch) is picked at run time by
+// libsimdjson (get_active_implementation(): icelake, haswell, westmere or fallback), so the build
+// needs no -march. On-Demand's compile-time "builtin" implementation (fallback without -mavx2)
+// covers only the walk over that index; built for haswell it measured no faster on train_control,
+// so it is not compiled per instruction set (which would risk AVX2 copies of shared inline code).
+//
+// Known limits (docs/usage.md, "Reading PyTorch profiler traces"):
+//   - metadata after traceEvents: Hello needs distributedInfo (rank, world size) and, when times
+//     are relative (below 1e15 µs), baseTimeNanoseconds. When either has not come before the
+//     first batch is handed over, a source that can be opened again (KinetoReadOptions.reopen;
+//     every file) is walked a second time at the top level only (traceEvents skipped by the
+//     splitter; .gz inflated again). A source that cannot be reopened gets a Hello without them.
+//   - a trace whose device events are out of order by more than the reorder window (not seen in
+//     any Kineto output), or a ProfilerStep written after the device work of its time, gives
+//     late events (the report counts them) rather than being held whole.
+//   - one traceEvents element over 64 MiB, or nested over 64 levels, is refused; so is a parsed
+//     top-level value (distributedInfo, baseTimeNanoseconds) over 16 MiB.
+// Errors: a malformed trace (not gzip or JSON, truncated, a gzip stream cut short, wrong types, no
+// traceEvents, a used event without ts, trailing data) is refused with one line giving the
+// element's index or the byte offset in the (inflated) JSON. Parts of the trace may have been
+// handed to the visitor by then; the result's summary.frames is 0 so that nothing is shown. Never
+// throws for anything the bytes contain. Messages never name the file.
 #pragma once
 
 #include "reader/byte_source.h"
 #include "reader/kineto_host_events.h"
 #include "reader/recording_reader.h"
 #include "reader/stream_decoder.h"
+#include "reader/string_table.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 
 namespace gapwatch {
-
-// The largest inflated trace read (simdjson's own limit is 4 GiB per document).
-inline constexpr uint64_t kMaxKinetoTraceBytes = uint64_t{2} << 30;
 
 // Whether these first bytes of a file are a Kineto trace's: the gzip magic, or (after whitespace)
 // '{'. A .gwt recording starts with its own magic, so never matches.
@@ -73,22 +97,33 @@ struct KinetoCounts {
   uint64_t api_calls = 0;     // cuda_runtime + cuda_driver
   uint64_t launches = 0;      // api calls of kind LAUNCH
   uint64_t steps = 0;         // ProfilerStep#N annotations
-  KinetoHostCounts host;      // NCCL calls from c10d's ranges, merged polls (kineto_host_events.h)
+  // What reading held (for tests: it must not grow with the trace).
+  uint64_t max_held_events = 0;     // events held by the reader at once (held steps + one batch)
+  uint64_t max_buffered_bytes = 0;  // the splitter's buffer at its largest
+  int metadata_passes = 1;          // 2 when metadata after traceEvents needed a second pass
+  KinetoHostCounts host;            // NCCL calls from c10d's ranges, merged polls (kineto_host_events.h)
+};
+
+struct KinetoReadOptions {
+  // Opens the same trace again from its start (nullptr when it cannot); empty: it cannot.
+  std::function<std::unique_ptr<ByteSource>()> reopen;
 };
 
 struct KinetoReadResult {
   ReadResult read;      // summary.frames = batches handed over (0 on an error)
   StreamHealth health;  // as a decoder would have reported it (Hello, Goodbye, batches)
   KinetoCounts counts;
-  // The names the batches defined. The visitor was handed this table and may keep a pointer to it
-  // (the analysis stages resolve names when they finish), so it lives on the heap, as long as
-  // this result does: keep the result until the visitor is done.
-  std::unique_ptr<StringTable> strings = std::make_unique<StringTable>();
+  // The string table handed to the visitor with every batch. A visitor may keep a pointer to it
+  // (AnalysisPipeline does, until ProcessAnalyser::finish), so it lives as long as this result,
+  // as a StreamDecoder's table lives as long as the decoder.
+  std::shared_ptr<const StringTable> strings;
 };
 
-// Reads a whole trace from `source` and hands it to `visitor` (only when it is well formed).
+// Reads a whole trace from `source` and hands it to `visitor` as it goes.
+KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor, const KinetoReadOptions& options);
+// The same, with a source that cannot be opened again.
 KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor);
-// The same, from the file at `path`.
+// The same, from the file at `path` (which can be opened again).
 KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor);
 
 }  // namespace gapwatch

@@ -14,8 +14,9 @@
 # The fuzz tree is its own CMake build directory, configured with clang and -DGAPWATCH_FUZZ=ON:
 # $GAPWATCH_FUZZ_BUILD_DIR, default <GAPWATCH_BUILD_DIR or build>-fuzz (build-fuzz/). In it:
 #   bin/<target>_fuzz        the fuzzers
-#   seeds/<target>/          the seed inputs, copied from tests/golden/*.gwt (the byte readers) or
-#                            examples/scenarios/*.json and tests/simcuda/workload/bad/*.json
+#   seeds/<target>/          the seed inputs, copied from tests/golden/*.gwt (the byte readers),
+#                            examples/scenarios/*.json and tests/simcuda/workload/bad/*.json, or
+#                            tests/fuzz/seeds/kineto_trace/ (cuts of the shared Kineto traces)
 #   corpus/<target>/         what the fuzzer found worth keeping; kept between runs
 #   artifacts/<target>/      crashing, hanging (timeout-*) and out-of-memory inputs
 #   logs/                    build logs and each run's libFuzzer output
@@ -26,7 +27,7 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fuzz_dir="${GAPWATCH_FUZZ_BUILD_DIR:-${GAPWATCH_BUILD_DIR:-$repo_root/build}-fuzz}"
 jobs="${JOBS:-$(nproc)}"
-targets=(frame_decoder stream_decoder_fast_path recording_reader scenario_parser collector_connection)
+targets=(frame_decoder stream_decoder_fast_path recording_reader scenario_parser collector_connection kineto_trace)
 # A single input running this long is a hang (a normal one takes milliseconds, under ASan, on a slow
 # machine); libFuzzer then saves it as artifacts/<target>/timeout-*.
 per_input_timeout_s=25
@@ -82,6 +83,8 @@ prepare_seeds() {
   if [[ "$target" == scenario_parser ]]; then
     cp "$repo_root"/examples/scenarios/*.json "$seeds/"
     cp "$repo_root"/tests/simcuda/workload/bad/*.json "$seeds/"
+  elif [[ "$target" == kineto_trace ]]; then
+    cp "$repo_root"/tests/fuzz/seeds/kineto_trace/* "$seeds/"
   else
     cp "$repo_root"/tests/golden/*.gwt "$seeds/"
   fi

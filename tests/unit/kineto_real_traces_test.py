@@ -2,8 +2,9 @@
 each is read (no error, not truncated, no late events) and its event counts (kernels, memcpys,
 memsets, launch calls; API calls once a thread's consecutive polls are merged; NCCL calls from
 record_param_comms and nccl:* annotations) equal the counts Python's json and gzip find in the same
-file by the rules of reader/kineto_host_events.h. First, with no
-data needed, a truncated trace is refused with exit 2 and one line.
+file by the rules of reader/kineto_host_events.h. First, with no data needed, malformed traces (cut
+short, a gzip stream cut short, trailing data, nesting a million deep, ...) are refused with exit 2
+and one line.
 
     kineto_real_traces_test.py GAPWATCH REPO_ROOT
 
@@ -117,17 +118,34 @@ def expected_counts(path):
     return counts
 
 
+KERNEL = '{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {"stream": 7}}'
+WHOLE = gzip.compress(('{"traceEvents": [' + KERNEL + ']}').encode())
+# Malformed traces (name, bytes, a part of the one line expected): needs no shared data.
+MALFORMED = [
+    ("cut.json.gz", gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1'), "cut short"),
+    ("cut-in-string.json", b'{"traceEvents": [{"ph": "X", "cat": "ker', "in a string"),
+    ("gzip-cut.json.gz", WHOLE[: len(WHOLE) - 9], "gzip stream is cut short"),
+    ("trailing.json", ('{"traceEvents": [' + KERNEL + ']} {}').encode(), "trailing data"),
+    ("deep.json", b'{"traceEvents": [' + b"[" * 1000000 + b"]" * 1000000 + b"]}", "nested deeper than 64 levels"),
+    ("string-ts.json", b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "1"}]}', "traceEvents[0].ts is not a number"),
+    ("no-events.json", b'{"schemaVersion": 1}', "no traceEvents"),
+]
+
+
 def check_refused_on_the_command_line():
-    """A truncated trace: exit 2 and one line on stderr naming the file (needs no shared data)."""
+    """Malformed traces: exit 2 and one line on stderr naming the file and what is wrong."""
+    failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "cut.json.gz")
-        with gzip.open(path, "wt") as f:
-            f.write('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1')
-        run = subprocess.run([GAPWATCH, "report", path], capture_output=True, text=True, timeout=60)
-        lines = run.stderr.splitlines()
-        if run.returncode != 2 or len(lines) != 1 or not lines[0].startswith(path + ": Kineto trace: "):
-            return [f"truncated trace: exit {run.returncode}, stderr {run.stderr!r}"]
-    return []
+        for name, data, expected in MALFORMED:
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            run = subprocess.run([GAPWATCH, "report", path], capture_output=True, text=True, timeout=60)
+            lines = run.stderr.splitlines()
+            if (run.returncode != 2 or len(lines) != 1 or not lines[0].startswith(path + ": Kineto trace: ")
+                    or expected not in lines[0]):
+                failures.append(f"{name}: exit {run.returncode}, stderr {run.stderr!r}")
+    return failures
 
 
 def main():

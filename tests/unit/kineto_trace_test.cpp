@@ -1,6 +1,7 @@
 // tests/unit/kineto_trace_test.cpp: reader/kineto_trace.h on small hand-written traces: the mapping
 // to gapwatch's events, the order they are handed over in, .json.gz, and malformed input refused
-// with one line.
+// with one line, and the streaming itself (bounded memory, read boundaries, metadata after
+// traceEvents).
 #include "analysis/run_analysis.h"
 #include "reader/kineto_trace.h"
 
@@ -8,6 +9,7 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -115,33 +117,41 @@ TEST_CASE("a kernel is joined to its launch by correlation", "[kineto]") {
   CHECK(r.counts.launches == 1);
 }
 
-TEST_CASE("events are handed over in time order, whatever the file's order", "[kineto]") {
-  // The CPU block (a step over the whole trace, a late launch) comes before the device block.
+TEST_CASE("device events stream in file order; held steps go in front of the work of their time", "[kineto]") {
+  // The CPU block (a step over the whole trace) comes first, then the device block, where each
+  // kernel comes before its launch call (as Kineto writes them) and a second CUPTI buffer starts
+  // earlier than the first ended.
   const std::string trace = R"({"traceEvents": [
-    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 1000, "dur": 5000000},
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 4000000, "dur": 5, "args": {"correlation": 2}},
-    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4000010, "dur": 5, "args": {"stream": 7, "correlation": 2}},
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2000, "dur": 5, "args": {"correlation": 1}},
-    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2010, "dur": 5, "args": {"stream": 7, "correlation": 1}}
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 1000, "dur": 3000000},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1500010, "dur": 5, "args": {"stream": 7, "correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1500000, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2010, "dur": 5, "args": {"stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2000, "dur": 5, "args": {"correlation": 1}}
   ]})";
   Collected got;
-  REQUIRE(readText(trace, got).read.ok());
+  const KinetoReadResult r = readText(trace, got);
+  REQUIRE(r.read.ok());
   REQUIRE(got.times.size() == 6);
   // Batches never span more than a second, so the analysis's 2 s window takes each one whole.
   CHECK(got.batches >= 2);
-  std::vector<uint64_t> sorted = got.times;
-  std::sort(sorted.begin(), sorted.end());
-  CHECK(got.times == sorted);
+  // The step's begin goes first; its end (3.001 s) after everything.
   REQUIRE(got.markers.size() == 2);
+  CHECK(got.times.front() == 1'000'000);
+  CHECK(got.times.back() == 3'001'000'000);
   CHECK(got.markers[0].kind == v1::MARKER_KIND_STEP_BEGIN);
   CHECK(got.markers[0].time_ns == 1'000'000);
   CHECK(got.markers[0].step == 3);
   CHECK(got.markers[1].kind == v1::MARKER_KIND_STEP_END);
-  CHECK(got.markers[1].time_ns == 5'001'000'000);
+  CHECK(got.markers[1].time_ns == 3'001'000'000);
   CHECK(got.markers[1].step == 3);
   CHECK(got.strings.display(v1::STRING_KIND_MARKER_NAME, got.markers[0].name_id) == "ProfilerStep#3");
+  // Device events keep the file's order.
+  REQUIRE(got.activities.size() == 2);
+  CHECK(got.activities[0].correlation_id == 2);
+  CHECK(got.activities[1].correlation_id == 1);
   // One kernel name, defined once.
   CHECK(got.activities[0].name_id == got.activities[1].name_id);
+  CHECK(r.counts.max_held_events <= 6);
 }
 
 TEST_CASE("a memcpy, a memset and their calls", "[kineto]") {
@@ -280,8 +290,9 @@ void checkRefused(const std::string& text, const std::string& expected_part) {
   CAPTURE(message);
   CHECK(message.find('\n') == std::string::npos);
   CHECK(message.find(expected_part) != std::string::npos);
-  CHECK_FALSE(got.hello);
-  CHECK(got.batches == 0);
+  CHECK(message.rfind("Kineto trace: ", 0) == 0);
+  // The reader streams, so the visitor may have had part of it; the caller shows nothing.
+  CHECK(r.read.summary.frames == 0);
   CHECK_FALSE(hasContentToShow(r.read));
 }
 
@@ -290,8 +301,10 @@ const std::string kKernel = R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 
 TEST_CASE("malformed traces are refused with one line", "[kineto]") {
   checkRefused("", "empty");
   checkRefused("[1, 2]", "not gzip or a JSON object");
-  checkRefused(R"({"traceEvents": [)" + kKernel.substr(0, 40), "");
-  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "unterminated)", "");
+  checkRefused(R"({"traceEvents": [)" + kKernel.substr(0, 39), "the trace is cut short inside traceEvents[0], in a string (byte 56)");
+  checkRefused(R"({"traceEvents": [)" + kKernel.substr(0, 42), "the trace is cut short inside traceEvents[0] (byte 59)");
+  checkRefused(R"({"traceEvents": [)" + kKernel + ", " + kKernel.substr(0, 10), "cut short inside traceEvents[1]");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "unterminated)", "in a string");
   checkRefused(R"({"schemaVersion": 1})", "no traceEvents");
   checkRefused(R"({"traceEvents": {"a": 1}})", "traceEvents is not an array");
   checkRefused(R"({"traceEvents": [1]})", "traceEvents[0] is not an object");
@@ -300,20 +313,36 @@ TEST_CASE("malformed traces are refused with one line", "[kineto]") {
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "10"}]})", "traceEvents[0].ts is not a number");
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": -10}]})", "traceEvents[0].ts is not a non-negative");
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 10, "dur": "5"}]})", "traceEvents[0].dur is not a number");
-  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1e400}]})", "traceEvents[0].ts");
-  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": NaN}]})", "");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1e400}]})", "traceEvents[0].ts is not a non-negative decimal number (1e400)");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": NaN}]})", "traceEvents[0].ts");
   checkRefused(R"({"traceEvents": [{"ph": 7, "cat": "kernel", "ts": 1}]})", "traceEvents[0].ph is not a string");
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"correlation": "x"}}]})",
                "traceEvents[0].args.correlation is not a number");
-  checkRefused(R"({"traceEvents": []} trailing)", "");
+  checkRefused(R"({"traceEvents": []} trailing)", "trailing data after the top-level JSON object (byte 20)");
+  checkRefused(R"({"traceEvents": []}})", "trailing data");
+  checkRefused(R"({"traceEvents": [])", "cut short in the top-level object");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1]]})", "traceEvents[0]");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1}, ]})", "unexpected character in traceEvents[1]");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1} {"ph": "X"}]})", "expected ',' or ']' after traceEvents[0]");
+  checkRefused(R"({"traceEvents": [], "traceEvents": []})", "traceEvents appears twice");
+  // Unused events (blanked before parsing when they start as Kineto writes them) keep the index.
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a"}, {"ph": "f", "id": 1},
+      {"cat": "cpu_op", "ph": "X"}, {"ph": "X", "cat": "kernel", "ts": "1"}]})", "traceEvents[3].ts is not a number");
+  checkRefused(R"({"traceEvents" [])", "expected ':' after the key traceEvents");
   checkRefused(R"({"traceEvents": [], "distributedInfo": {"rank": "zero"}})", "distributedInfo.rank");
-  checkRefused(R"({"traceEvents": [)" + std::string(100000, '[') + std::string(100000, ']') + "]}", "");
+  // Nesting a million deep: refused at the splitter's 64 levels, inside traceEvents or not.
+  checkRefused(R"({"traceEvents": [)" + std::string(1000000, '[') + std::string(1000000, ']') + "]}",
+               "traceEvents[0] is nested deeper than 64 levels");
+  checkRefused(R"({"deviceProperties": )" + std::string(1000000, '[') + std::string(1000000, ']') + R"(, "traceEvents": []})",
+               "the value of deviceProperties is nested deeper than 64 levels");
   const std::string gz = gzip(R"({"traceEvents": [)" + kKernel + "]}");
   checkRefused(gz.substr(0, gz.size() / 2), "gzip stream is cut short");
   std::string corrupt = gz;
   corrupt[12] = static_cast<char>(corrupt[12] ^ 0x5a);
   corrupt[13] = static_cast<char>(corrupt[13] ^ 0x5a);
-  checkRefused(corrupt, "gzip");
+  // Streamed, the damage shows as whatever comes first: bad JSON or the gzip check.
+  checkRefused(corrupt, "");
+  checkRefused(gz + "garbage after the last member", "gzip stream is corrupt");
   checkRefused(gzip("GAPWATCH"), "not a JSON object");
 }
 
@@ -324,6 +353,197 @@ TEST_CASE("skipped events are not checked", "[kineto]") {
       {"ph": "i", "name": "Iteration Start", "ts": "1"}, )" + kKernel + "]}", got);
   REQUIRE(r.read.ok());
   CHECK(got.activities.size() == 1);
+}
+
+
+// --- streaming: memory bounded by the working set --------------------------------------------
+
+// A trace made on the fly: `{"traceEvents": [{... "name": "` then `length` bytes of 'a' and no
+// end. Nothing of its claimed size is ever held by the test.
+class EndlessStringSource final : public ByteSource {
+ public:
+  explicit EndlessStringSource(uint64_t length) : left_(length) {}
+  std::size_t read(std::span<uint8_t> buffer) override {
+    std::size_t n = 0;
+    while (n < buffer.size() && head_at_ < kHead.size()) buffer[n++] = static_cast<uint8_t>(kHead[head_at_++]);
+    while (n < buffer.size() && left_ > 0) buffer[n++] = 'a', --left_;
+    served += n;
+    return n;
+  }
+  const std::string& failure() const override { return failure_; }
+  uint64_t served = 0;
+
+ private:
+  static constexpr std::string_view kHead = R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "name": ")";
+  std::size_t head_at_ = 0;
+  uint64_t left_;
+  std::string failure_;
+};
+
+TEST_CASE("a 2 GB string is refused at the 64 MiB element cap, without reading it all", "[kineto]") {
+  EndlessStringSource source(uint64_t{2} << 30);
+  Collected got;
+  const KinetoReadResult r = readKinetoTrace(source, got);
+  REQUIRE_FALSE(r.read.ok());
+  CAPTURE(r.read.error->message);
+  CHECK(r.read.error->message.find("traceEvents[0] is longer than 64 MiB") != std::string::npos);
+  CHECK(r.read.error->message.find('\n') == std::string::npos);
+  CHECK(source.served < (uint64_t{80} << 20));
+  CHECK_FALSE(hasContentToShow(r.read));
+}
+
+// Hands out at most `chunk` bytes a read, so that every boundary falls everywhere.
+class TrickleSource final : public ByteSource {
+ public:
+  TrickleSource(const std::string& text, std::size_t chunk) : text_(text), chunk_(chunk) {}
+  std::size_t read(std::span<uint8_t> buffer) override {
+    const std::size_t n = std::min({buffer.size(), chunk_, text_.size() - at_});
+    std::memcpy(buffer.data(), text_.data() + at_, n);
+    at_ += n;
+    return n;
+  }
+  const std::string& failure() const override { return failure_; }
+
+ private:
+  const std::string& text_;
+  std::size_t chunk_;
+  std::size_t at_ = 0;
+  std::string failure_;
+};
+
+// A Kineto-like trace: `steps` ProfilerSteps and CPU ops first, then the device block with
+// `per_step` launches per step (each kernel before its call, as Kineto writes them, with a
+// backward jump at every "CUPTI buffer" of 1000 events), then thread names.
+std::string syntheticTrace(int steps, int per_step) {
+  std::string t = R"({"schemaVersion": 1, "distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [)";
+  const uint64_t step_us = 100'000;  // 0.1 s
+  const uint64_t start = 1'700'000'000'000'000;
+  for (int s = 0; s < steps; ++s) {
+    const uint64_t ts = start + static_cast<uint64_t>(s) * step_us;
+    t += R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" + std::to_string(s) + R"(", "pid": 9, "tid": -5, "ts": )" +
+         std::to_string(ts) + R"(, "dur": )" + std::to_string(step_us - 10) + "},\n";
+    t += R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm \"quoted\" \\ back", "pid": 9, "tid": -5, "ts": )" + std::to_string(ts + 1) +
+         R"(, "dur": 3, "args": {"Input Dims": [[1, 2], [3]]}},)" + "\n";
+  }
+  uint64_t correlation = 1;
+  const int total = steps * per_step;
+  for (int i = 0; i < total; ++i) {
+    // Every thousand events, a step back by half the span of the previous thousand.
+    const int buffer = i / 1000, within = i % 1000;
+    const uint64_t spacing = static_cast<uint64_t>(step_us / per_step);
+    const uint64_t ts = start + (static_cast<uint64_t>(buffer) * 1000 + static_cast<uint64_t>(within)) * spacing -
+                        (buffer > 0 && within < 500 ? 500 * spacing : 0);
+    const std::string c = std::to_string(correlation++);
+    t += R"({"ph": "X", "cat": "kernel", "name": "kernel_)" + std::to_string(i % 7) + R"(", "pid": 0, "tid": 7, "ts": )" +
+         std::to_string(ts + 5) + R"(, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": )" + c + "}},\n";
+    t += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": -5, "ts": )" + std::to_string(ts) +
+         R"(, "dur": 3, "args": {"cbid": 211, "correlation": )" + c + "}},\n";
+    t += R"({"ph": "f", "id": )" + c + R"(, "pid": 0, "tid": 7, "ts": )" + std::to_string(ts + 5) + R"(, "cat": "ac2g", "name": "ac2g", "bp": "e"},)" + "\n";
+  }
+  t += R"({"name": "thread_name", "ph": "M", "ts": 0, "pid": 9, "tid": -5, "args": {"name": "python"}}]})";
+  return t;
+}
+
+struct Analysed {
+  KinetoReadResult read;
+  analysis::ProcessAnalysis analysis;
+};
+
+Analysed analyse(ByteSource& source) {
+  analysis::ProcessAnalyser analyser(analysis::AnalysisOptions{});
+  Analysed out;
+  out.read = readKinetoTrace(source, analyser);
+  out.analysis = analyser.finish(out.read.read, out.read.health).analysis;
+  return out;
+}
+
+TEST_CASE("a long trace streams: the events held do not grow with it, none is late", "[kineto]") {
+  uint64_t held_short = 0, held_long = 0;
+  for (const int per_step : {100, 1000}) {
+    const std::string trace = syntheticTrace(20, per_step);
+    MemoryByteSource source(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(trace.data()), trace.size()));
+    const Analysed a = analyse(source);
+    CAPTURE(per_step, trace.size());
+    REQUIRE(a.read.read.ok());
+    CHECK(a.read.counts.kernels == static_cast<uint64_t>(20 * per_step));
+    CHECK(a.read.counts.launches == static_cast<uint64_t>(20 * per_step));
+    CHECK(a.read.counts.steps == 20);
+    CHECK(a.analysis.late_events == 0);
+    CHECK(a.analysis.rank == 1);
+    // The held steps (two markers each) and one batch, however many device events.
+    CHECK(a.read.counts.max_held_events <= 2 * 20 + 4096);
+    CHECK(a.read.counts.max_buffered_bytes <= (std::size_t{16} << 20));
+    (per_step == 100 ? held_short : held_long) = a.read.counts.max_held_events;
+  }
+  CHECK(held_long <= held_short + 4096);
+  CHECK(held_long < 20 * 1000 * 2 / 4);  // a small part of the 40,000 device events
+}
+
+TEST_CASE("every read boundary gives the same events", "[kineto]") {
+  const std::string trace = syntheticTrace(3, 40);
+  Collected whole;
+  REQUIRE(readText(trace, whole).read.ok());
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{4093}}) {
+    TrickleSource source(trace, chunk);
+    Collected got;
+    CAPTURE(chunk);
+    REQUIRE(readKinetoTrace(source, got).read.ok());
+    CHECK(got.calls == whole.calls);
+    CHECK(got.activities == whole.activities);
+    CHECK(got.markers == whole.markers);
+    CHECK(got.strings.display(v1::STRING_KIND_THREAD_NAME, got.calls[0].thread_id) == "python");
+    const std::string gz = gzip(trace);
+    TrickleSource zipped(gz, chunk);
+    Collected inflated;
+    REQUIRE(readKinetoTrace(zipped, inflated).read.ok());
+    CHECK(inflated.activities == whole.activities);
+  }
+}
+
+TEST_CASE("metadata after traceEvents: a second, top-level pass when the source can be reopened", "[kineto]") {
+  // More device events than one batch, so that the first goes out before the tail is read.
+  std::string trace = R"({"traceEvents": [)";
+  for (int i = 0; i < 5000; ++i) {
+    trace += R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4458676522690.655, "dur": 68.0, "args": {"stream": 7}},)";
+  }
+  trace += R"({"ph": "i", "name": "end"}], "distributedInfo": {"rank": 5, "world_size": 8}, "baseTimeNanoseconds": 1711964646000000000})";
+  const auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(trace.data()), trace.size());
+  KinetoReadOptions options;
+  options.reopen = [bytes]() -> std::unique_ptr<ByteSource> { return std::make_unique<MemoryByteSource>(bytes); };
+  for (const bool zipped : {false, true}) {
+    const std::string gz = gzip(trace);
+    const auto gz_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(gz.data()), gz.size());
+    KinetoReadOptions gz_options;
+    gz_options.reopen = [gz_bytes]() -> std::unique_ptr<ByteSource> { return std::make_unique<MemoryByteSource>(gz_bytes); };
+    MemoryByteSource source(zipped ? gz_bytes : bytes);
+    Collected got;
+    const KinetoReadResult r = readKinetoTrace(source, got, zipped ? gz_options : options);
+    REQUIRE(r.read.ok());
+    CHECK(r.counts.metadata_passes == 2);
+    REQUIRE(got.hello);
+    CHECK(got.hello->rank() == 5);
+    CHECK(got.hello->world_size() == 8);
+    CHECK(got.hello->start_unix_ns() == 1711964646000000000ull + 4458676522690655ull);
+  }
+  // Without a way to read it again: the documented limit, a Hello without them.
+  Collected got;
+  const KinetoReadResult r = readText(trace, got);
+  REQUIRE(r.read.ok());
+  CHECK(r.counts.metadata_passes == 1);
+  REQUIRE(got.hello);
+  CHECK_FALSE(got.hello->has_rank());
+  CHECK(got.hello->start_unix_ns() == 4458676522690655ull);
+  // Metadata before traceEvents needs no second pass.
+  const std::string first = R"({"distributedInfo": {"rank": 2}, "baseTimeNanoseconds": 1000, "traceEvents": [)" + kKernel + "]}";
+  const auto first_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(first.data()), first.size());
+  KinetoReadOptions never;
+  never.reopen = []() -> std::unique_ptr<ByteSource> { FAIL("reopened"); return nullptr; };
+  MemoryByteSource source(first_bytes);
+  Collected once;
+  const KinetoReadResult r1 = readKinetoTrace(source, once, never);
+  REQUIRE(r1.read.ok());
+  CHECK(r1.counts.metadata_passes == 1);
+  CHECK(once.hello->rank() == 2);
 }
 
 }  // namespace
