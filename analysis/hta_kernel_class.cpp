@@ -9,7 +9,14 @@ bool contains(std::string_view s, std::string_view part) { return s.find(part) !
 
 }  // namespace
 
-HtaKernelClass htaKernelClass(std::string_view name) {
+HtaKernelClass htaKernelClass(std::string_view name, HtaRelease release) {
+  if (release == HtaRelease::k0_5_0) {
+    const bool nccl_kernel = startsWith(name, "nccl") && name.find("Kernel", 4) != std::string_view::npos;
+    if (nccl_kernel) return HtaKernelClass::kCommunication;
+    if (startsWith(name, "Memcpy") || startsWith(name, "Memset") || startsWith(name, "dma")) return HtaKernelClass::kMemory;
+    if (contains(name, "Memcpy") || startsWith(name, "Memset") || contains(name, "Sync")) return HtaKernelClass::kOther;
+    return HtaKernelClass::kComputation;
+  }
   if (startsWith(name, "nccl") || startsWith(name, "hip") || startsWith(name, "hccl") || contains(name, "ncclKernel")) {
     return HtaKernelClass::kCommunication;
   }

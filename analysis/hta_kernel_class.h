@@ -8,6 +8,8 @@
 // substring test.
 #pragma once
 
+#include "analysis/analysis_result.h"
+
 #include <cstdint>
 #include <string_view>
 
@@ -15,12 +17,19 @@ namespace gapwatch::analysis {
 
 enum class HtaKernelClass : uint8_t { kCommunication, kMemory, kComputation, kOther };
 
-// COMM: (^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)
-// MEMORY: (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)
-// COMPUTATION: what matches neither, nor any of (^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|
-//   (^Stream Wait Event)|(cuda.*LaunchKernel)|(^runFunction)|(^hip)
+// HTA 0.6.1 (hta/common/types.py):
+//   COMM: (^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)
+//   MEMORY: (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)
+//   COMPUTATION: what matches neither, nor any of (^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|
+//     (^Stream Wait Event)|(cuda.*LaunchKernel)|(^runFunction)|(^hip)
+// HTA 0.5.0 (hta/utils/utils.py):
+//   COMM: ^nccl.*Kernel
+//   MEMORY: (^Memcpy)|(^Memset)|(^dma)
+//   COMPUTATION: what matches neither, nor (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync), which
+//     by the regex's precedence is: nccl...Kernel, Memcpy anywhere, Memset at the start, Sync
+//     anywhere. So "Stream Wait Event" records are computation under 0.5.0.
 // OTHER: the rest (e.g. the names of sync records, "Stream Sync", "Context Sync").
-HtaKernelClass htaKernelClass(std::string_view name);
+HtaKernelClass htaKernelClass(std::string_view name, HtaRelease release = HtaRelease::k0_6_1);
 
 const char* htaKernelClassName(HtaKernelClass cls);  // "COMMUNICATION", "MEMORY", ...
 

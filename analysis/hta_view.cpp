@@ -59,7 +59,7 @@ HtaKernelClass HtaViewStage::kernelClass(uint32_t name_id) {
   }
   const std::string* name = strings_ ? strings_->find(v1::STRING_KIND_KERNEL_NAME, name_id) : nullptr;
   // A kernel without a name matches none of HTA's patterns: computation.
-  const HtaKernelClass cls = htaKernelClass(name ? std::string_view(*name) : std::string_view());
+  const HtaKernelClass cls = htaKernelClass(name ? std::string_view(*name) : std::string_view(), options_.hta_release);
   if (name != nullptr) {
     if (name_id >= kernel_class_.size()) kernel_class_.resize(name_id + 1, -1);
     kernel_class_[name_id] = static_cast<int8_t>(cls);
@@ -143,7 +143,13 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
   switch (activity.kind) {
     case v1::ACTIVITY_KIND_MEMCPY:
     case v1::ACTIVITY_KIND_MEMSET: work.cls = HtaKernelClass::kMemory; break;
-    case v1::ACTIVITY_KIND_SYNC: work.cls = HtaKernelClass::kOther; break;
+    case v1::ACTIVITY_KIND_SYNC:
+      // By the name Kineto gives the record: "Stream Wait Event" is computation under HTA
+      // 0.5.0's patterns; "Stream Sync", "Context Sync", "Event Sync" are other under both.
+      work.cls = activity.sync_kind == v1::SYNC_KIND_STREAM_WAIT_EVENT
+                     ? htaKernelClass("Stream Wait Event", options_.hta_release)
+                     : HtaKernelClass::kOther;
+      break;
     default: work.cls = kernelClass(activity.name_id); break;
   }
   if (call != nullptr) {

@@ -64,6 +64,21 @@ TEST_CASE("HTA's kernel classes follow its name patterns") {
   CHECK(htaKernelClass("") == HtaKernelClass::kComputation);
 }
 
+TEST_CASE("HTA 0.5.0's kernel classes differ from 0.6.1's where its patterns do") {
+  const HtaRelease old = HtaRelease::k0_5_0;
+  CHECK(htaKernelClass("ncclDevKernel_AllGather_RING_LL(ncclDevComm*)", old) == HtaKernelClass::kCommunication);
+  // ^nccl.*Kernel: a name without "Kernel" after "nccl" is not communication, and not excluded
+  // from computation either.
+  CHECK(htaKernelClass("ncclAllReduceRingLLKern", old) == HtaKernelClass::kComputation);
+  CHECK(htaKernelClass("ncclAllReduceRingLLKern") == HtaKernelClass::kCommunication);
+  CHECK(htaKernelClass("Stream Wait Event", old) == HtaKernelClass::kComputation);
+  CHECK(htaKernelClass("Stream Wait Event") == HtaKernelClass::kOther);
+  CHECK(htaKernelClass("Stream Sync", old) == HtaKernelClass::kOther);
+  CHECK(htaKernelClass("Memcpy HtoD (Pinned -> Device)", old) == HtaKernelClass::kMemory);
+  CHECK(htaKernelClass("void x_Memset_kernel()", old) == HtaKernelClass::kComputation);  // Memset only at the start
+  CHECK(htaKernelClass("void x_Memset_kernel()") == HtaKernelClass::kOther);
+}
+
 TEST_CASE("the temporal breakdown is the union of all GPU work, compute the union of computation kernels") {
   // Stream 7: gemm [10, 20), a copy [40, 50); stream 8: an NCCL kernel [15, 30).
   // kernel time 50 - 10 = 40; union [10, 30) + [40, 50) = 30, so idle 10; compute 10 (the gemm);
