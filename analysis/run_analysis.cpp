@@ -86,7 +86,10 @@ RunReport analyseRecordingFiles(const std::vector<std::string>& files, const Ana
       // A PyTorch profiler trace, recognised by content (reader/kineto_trace.h): the same analysis.
       // The stages keep a pointer to the trace's string table and resolve names until they finish
       // (in addProcess): `trace` owns it (KinetoReadResult::strings) until then.
-      const KinetoReadResult trace = readKinetoTraceFile(file, process);
+      // The report does not show the wall clock: no second pass for a late baseTimeNanoseconds.
+      KinetoReadOptions read_options;
+      read_options.wall_clock = false;
+      const KinetoReadResult trace = readKinetoTraceFile(file, process, read_options);
       if (on_read) on_read(file, trace.read);
       run.addProcess(file, trace.read, trace.health, process);
       continue;

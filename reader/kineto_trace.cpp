@@ -872,7 +872,11 @@ class Feed {
     hello.set_trace_schema_version(meta_.schema_version);
     hello.set_trace_name(meta_.trace_name);
     hello.set_start_time_ns(first_ns);
-    hello.set_start_unix_ns(meta_.has_base_time ? meta_.base_time_ns + first_ns : first_ns);
+    // Relative times without their base (not looked for: KinetoReadOptions::wall_clock) leave
+    // the wall clock unknown (0) rather than a date in 1970.
+    hello.set_start_unix_ns(meta_.has_base_time            ? meta_.base_time_ns + first_ns
+                            : first_ns >= kEpochTimesFromNs ? first_ns
+                                                            : 0);
     visitor_.onHello(hello, 0);
     hello_sent_ = true;
     result_.read.summary.frames += 1;
@@ -1191,7 +1195,7 @@ class TraceReader {
   // walks the top level (traceEvents skipped by the splitter) finds it.
   std::optional<std::string> completeMetadata(uint64_t first_ns) {
     const bool relative = std::min(first_used_ns_, first_ns) < kEpochTimesFromNs;
-    const bool missing = !meta_.has_distributed_info || (relative && !meta_.has_base_time);
+    const bool missing = !meta_.has_distributed_info || (relative && !meta_.has_base_time && options_.wall_clock);
     if (!missing || !options_.reopen) return std::nullopt;
     std::unique_ptr<ByteSource> again = options_.reopen();
     if (!again) return std::nullopt;
@@ -1397,13 +1401,16 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor) 
 }
 
 KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor) {
+  return readKinetoTraceFile(path, visitor, KinetoReadOptions{});
+}
+
+KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor, KinetoReadOptions options) {
   FileByteSource source(path);
   if (!source.isOpen()) {
     KinetoReadResult result;
     result.read.error = ReadError{ReadErrorKind::kCannotRead, source.failure(), 0};
     return result;
   }
-  KinetoReadOptions options;
   // A file can be opened again: metadata after traceEvents then costs a second, top-level pass.
   options.reopen = [path]() -> std::unique_ptr<ByteSource> {
     auto again = std::make_unique<FileByteSource>(path);

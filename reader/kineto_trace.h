@@ -107,6 +107,11 @@ struct KinetoCounts {
 struct KinetoReadOptions {
   // Opens the same trace again from its start (nullptr when it cannot); empty: it cannot.
   std::function<std::unique_ptr<ByteSource>()> reopen;
+  // Whether Hello.start_unix_ns is worth a second pass when baseTimeNanoseconds comes after
+  // traceEvents (nccl_rank-0: it doubles the reading time). Only a recording written from the
+  // trace (gapwatch import) keeps it; the report does not show it, so reading for a report
+  // leaves it 0 (unknown) instead. A late distributedInfo (rank, world size) is always looked for.
+  bool wall_clock = true;
 };
 
 struct KinetoReadResult {
@@ -125,5 +130,7 @@ KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor, 
 KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor);
 // The same, from the file at `path` (which can be opened again).
 KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor);
+// The same with options (reopen is filled in: a file can be opened again).
+KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor, KinetoReadOptions options);
 
 }  // namespace gapwatch
