@@ -155,7 +155,6 @@ void AnalysisPipeline::writeProcessFacts(ProcessAnalysis& result) const {
   result.source.sync_records = sync_records_;
   if (hello_ && facts_.kineto_trace) {
     result.source.trace_schema_version = hello_->trace_schema_version();
-    result.source.trace_name = hello_->trace_name();
   }
   result.events_dropped = drops_.total(v1::DROP_SOURCE_THREAD_RING);
   result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);

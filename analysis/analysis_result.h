@@ -218,8 +218,9 @@ struct HtaView {
 // what the trace does not hold").
 struct RecordingSource {
   bool kineto_trace = false;  // Hello.source == STREAM_SOURCE_KINETO_TRACE
+  // The trace's schemaVersion. Not its traceName: Kineto may write that after traceEvents, where
+  // only a second pass finds it, and the report reads a trace once (KinetoReadOptions::wall_clock).
   uint32_t trace_schema_version = 0;
-  std::string trace_name;
   uint64_t sync_records = 0;  // cuda_sync activity records (without them a stream sync is an upper bound)
   // A trace only: what it does not hold, as keys (kNotInTrace*), in a fixed order.
   std::vector<std::string> not_in_trace;

@@ -261,7 +261,6 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
   for (const std::string& key : p.source.not_in_trace) not_in_trace.push_back(key);
   json trace_info = trace ? json{{"schema_version", p.source.trace_schema_version ? json(p.source.trace_schema_version)
                                                                                   : json(nullptr)},
-                                 {"name", p.source.trace_name.empty() ? json(nullptr) : json(p.source.trace_name)},
                                  {"sync_records", p.source.sync_records}}
                           : json(nullptr);
   return {{"file", file},

@@ -599,7 +599,6 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   if (p.source.kineto_trace) {
     row(out, "source") << "PyTorch profiler trace (Kineto)";
     if (p.source.trace_schema_version != 0) out << ", schemaVersion " << p.source.trace_schema_version;
-    if (!p.source.trace_name.empty()) out << ", " << printable(p.source.trace_name);
     out << '\n';
   }
   out << '\n';

@@ -532,7 +532,7 @@ TEST_CASE("metadata after traceEvents: a second, top-level pass when the source 
   CHECK(r.counts.metadata_passes == 1);
   REQUIRE(got.hello);
   CHECK_FALSE(got.hello->has_rank());
-  CHECK(got.hello->start_unix_ns() == 4458676522690655ull);
+  CHECK(got.hello->start_unix_ns() == 0);  // relative times without their base: wall clock unknown
   // Metadata before traceEvents needs no second pass.
   const std::string first = R"({"distributedInfo": {"rank": 2}, "baseTimeNanoseconds": 1000, "traceEvents": [)" + kKernel + "]}";
   const auto first_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(first.data()), first.size());

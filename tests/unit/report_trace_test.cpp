@@ -101,7 +101,7 @@ TEST_CASE("the JSON report of a trace has its source and what is not in it", "[r
   CHECK(missing == std::vector<std::string>{"process_start", "process_end", "drops", "call_sites", "blocked_flags",
                                             "sync_records", "nccl_host_calls", "heartbeats"});
   CHECK(p["trace"]["schema_version"] == 1);
-  CHECK(p["trace"]["name"].is_null());
+  CHECK_FALSE(p["trace"].contains("name"));  // traceName may come after traceEvents: not in a one-pass report
   CHECK(p["trace"]["sync_records"] == 0);
   CHECK(p["leading_ns"].is_null());
   CHECK(p["devices"][0]["leading_ns"].is_null());
