@@ -59,6 +59,9 @@ constexpr std::size_t kMaxScalarBytes = 4096;
 constexpr std::size_t kMinReadBytes = std::size_t{64} << 10;
 // Past its capacity the buffer has room for frameArray()'s ']' and simdjson's padding.
 constexpr std::size_t kSlackBytes = 1 + 64;
+// The first buffer holds a whole parse batch (about 1 MiB) and its read: a small trace is read
+// without the buffer growing (each growth copies what is kept into fresh, faulting pages).
+constexpr std::size_t kFirstBufferBytes = std::size_t{2} << 20;
 
 #if defined(__SSE2__)
 // SSE2 is part of x86-64 itself, so this needs no run-time check. For 64 bytes, one bit per byte:
@@ -121,7 +124,7 @@ bool JsonSplitter::readMore() {
     }
     // Grown also when what is kept fills a quarter of it, so that moves copy at most that much.
     if (capacity_ - end_ < min_read || end_ > capacity_ / 4) {
-      const std::size_t capacity = std::max({capacity_ * 2, end_ + min_read, kMinReadBytes});
+      const std::size_t capacity = std::max({capacity_ * 2, end_ + min_read, kFirstBufferBytes});
       std::unique_ptr<char[]> grown(new char[capacity + kSlackBytes]);
       if (end_ > 0) std::memcpy(grown.get(), buffer_.get(), end_);
       buffer_ = std::move(grown);
