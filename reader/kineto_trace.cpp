@@ -1151,10 +1151,11 @@ class TraceReader {
         c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, raw.name);
         ++result_.counts.api_calls;
         if (c.kind == v1::API_KIND_LAUNCH) ++result_.counts.launches;
-        if (!in_device_block_) {
-          // The CPU block is over: c10d's ranges are all in, so the NCCL calls can be checked
-          // against each other and held for the feed.
-          in_device_block_ = true;
+        if (cpu_side_pending_) {
+          // A CPU block is over (a trace has one; traces joined end to end have several): its
+          // c10d ranges are all in, so the NCCL calls can be checked against each other and held
+          // for the feed, which hands them over by time.
+          cpu_side_pending_ = false;
           holdNcclCalls();
         }
         // A thread's polls are merged into one call (kineto_host_events.h): what is ready goes on.
@@ -1165,10 +1166,12 @@ class TraceReader {
       }
       case Category::kCpuOp:
         host_events_.onRecordParamComms(threadId(raw), ts, end, raw.comms);
+        cpu_side_pending_ = true;
         return std::nullopt;
       case Category::kUserAnnotation: {
         if (!is_step) {
           host_events_.onUserAnnotation(threadId(raw), ts, end, raw.name);
+          cpu_side_pending_ = true;
           return std::nullopt;
         }
         // CPU-side: the trace holds these first, long before the device work of their time.
@@ -1235,7 +1238,7 @@ class TraceReader {
   uint64_t first_used_ns_ = UINT64_MAX;
   KinetoHostEvents host_events_;
   std::vector<ApiCallEvent> calls_out_;  // calls handed on by host_events_, reused
-  bool in_device_block_ = false;         // a runtime or driver call has been seen
+  bool cpu_side_pending_ = false;        // c10d ranges given to host_events_ since the last take
   std::unordered_map<int64_t, uint32_t> threads_;
   NameTable text_threads_;
   std::unordered_map<int64_t, std::string> thread_names_;  // tid -> M thread_name

@@ -479,6 +479,37 @@ TEST_CASE("a long trace streams: the events held do not grow with it, none is la
   CHECK(held_long < 20 * 1000 * 2 / 4);  // a small part of the 40,000 device events
 }
 
+TEST_CASE("traces joined end to end: each CPU block's NCCL ranges are handed over by time, none late", "[kineto]") {
+  // Three copies of a small trace, 5 s apart, each with its own CPU block (a step and a c10d
+  // nccl:all_reduce range) before its device block: the ranges of a later copy must not wait for
+  // the end of the file (they would then arrive seconds after the reorder window closed).
+  std::string t = R"({"distributedInfo": {"rank": 0}, "traceEvents": [)";
+  uint64_t correlation = 1;
+  for (int copy = 0; copy < 3; ++copy) {
+    const uint64_t base = 1'700'000'000'000'000 + static_cast<uint64_t>(copy) * 5'000'000;
+    t += R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" + std::to_string(copy) +
+         R"(", "pid": 9, "tid": 1, "ts": )" + std::to_string(base) + R"(, "dur": 1000000},)";
+    t += R"({"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 9, "tid": 1, "ts": )" +
+         std::to_string(base + 500'000) + R"(, "dur": 50},)";
+    for (int i = 0; i < 100; ++i) {
+      const uint64_t ts = base + static_cast<uint64_t>(i) * 10'000;
+      const std::string c = std::to_string(correlation++);
+      t += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 1, "ts": )" +
+           std::to_string(ts) + R"(, "dur": 3, "args": {"correlation": )" + c + "}},";
+      t += R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" + std::to_string(ts + 5) +
+           R"(, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": )" + c + "}},";
+    }
+  }
+  t.back() = ']';
+  t += "}";
+  MemoryByteSource source(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(t.data()), t.size()));
+  const Analysed a = analyse(source);
+  REQUIRE(a.read.read.ok());
+  CHECK(a.read.counts.host.annotation_calls == 3);
+  CHECK(a.read.counts.steps == 3);
+  CHECK(a.analysis.late_events == 0);
+}
+
 TEST_CASE("every read boundary gives the same events", "[kineto]") {
   const std::string trace = syntheticTrace(3, 40);
   Collected whole;
