@@ -29,8 +29,15 @@ bool copyBlocksHost(const DeviceActivityEvent& copy) {
 }  // namespace
 
 std::vector<std::string> notInTrace(const ProcessAnalysis& p) {
-  std::vector<std::string> keys = {kNotInTraceProcessStart, kNotInTraceProcessEnd, kNotInTraceDrops,
-                                   kNotInTraceCallSites, kNotInTraceBlockedFlags};
+  // Call sites come from python_function events, which only traces written with with_stack=True
+  // have: they are in the trace when some sync point has one.
+  bool call_sites = false;
+  for (const SyncTypeStats& sync : p.sync_points) {
+    for (const CallSite& site : sync.top_call_sites) call_sites = call_sites || site.name != kCallSiteNotRecorded;
+  }
+  std::vector<std::string> keys = {kNotInTraceProcessStart, kNotInTraceProcessEnd, kNotInTraceDrops};
+  if (!call_sites) keys.push_back(kNotInTraceCallSites);
+  keys.push_back(kNotInTraceBlockedFlags);
   if (p.source.sync_records == 0) keys.push_back(kNotInTraceSyncRecords);
   keys.push_back(kNotInTraceNcclHostCalls);
   keys.push_back(kNotInTraceHeartbeats);

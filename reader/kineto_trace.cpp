@@ -2,6 +2,7 @@
 #include "reader/kineto_trace.h"
 
 #include "reader/gzip_source.h"
+#include "reader/kineto_call_sites.h"
 #include "reader/json_splitter.h"
 
 #include <simdjson.h>
@@ -282,7 +283,7 @@ std::string errorText(simdjson::error_code e) { return simdjson::error_message(e
 
 // --- one event -----------------------------------------------------------------------------------
 
-enum class Category { kSkip, kKernel, kMemcpy, kMemset, kSync, kRuntime, kDriver, kUserAnnotation, kCpuOp };
+enum class Category { kSkip, kKernel, kMemcpy, kMemset, kSync, kRuntime, kDriver, kUserAnnotation, kCpuOp, kPythonFunction };
 
 Category categoryOf(std::string_view cat) {
   if (cat == "kernel") return Category::kKernel;
@@ -293,6 +294,7 @@ Category categoryOf(std::string_view cat) {
   if (cat == "cuda_driver") return Category::kDriver;
   if (cat == "user_annotation") return Category::kUserAnnotation;
   if (cat == "cpu_op") return Category::kCpuOp;  // only record_param_comms is used
+  if (cat == "python_function") return Category::kPythonFunction;  // call sites (with_stack=True)
   return Category::kSkip;
 }
 
@@ -1149,6 +1151,10 @@ class TraceReader {
         c.domain = category == Category::kRuntime ? v1::API_DOMAIN_RUNTIME : v1::API_DOMAIN_DRIVER;
         c.cbid = has_cbid && cbid >= 0 && cbid <= UINT32_MAX ? static_cast<uint32_t>(cbid) : 0;
         c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, raw.name);
+        // Where in Python it was made: the innermost python_function around it on its thread.
+        if (const std::string* site = call_sites_.siteOf(c.thread_id, c.start_ns, c.end_ns)) {
+          c.call_site_id = intern(v1::STRING_KIND_CALL_SITE, call_site_names_, *site);
+        }
         ++result_.counts.api_calls;
         if (c.kind == v1::API_KIND_LAUNCH) ++result_.counts.launches;
         if (cpu_side_pending_) {
@@ -1164,6 +1170,9 @@ class TraceReader {
         for (const ApiCallEvent& ready : calls_out_) GW_TRY(feed_.call(ready));
         return std::nullopt;
       }
+      case Category::kPythonFunction:
+        call_sites_.onPythonFunction(threadId(raw), ts, end, raw.name);
+        return std::nullopt;
       case Category::kCpuOp:
         host_events_.onRecordParamComms(threadId(raw), ts, end, raw.comms);
         cpu_side_pending_ = true;
@@ -1237,6 +1246,8 @@ class TraceReader {
   bool has_cpu_pid_ = false;
   uint64_t first_used_ns_ = UINT64_MAX;
   KinetoHostEvents host_events_;
+  KinetoCallSites call_sites_;
+  NameTable call_site_names_;
   std::vector<ApiCallEvent> calls_out_;  // calls handed on by host_events_, reused
   bool cpu_side_pending_ = false;        // c10d ranges given to host_events_ since the last take
   std::unordered_map<int64_t, uint32_t> threads_;

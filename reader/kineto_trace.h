@@ -23,8 +23,10 @@
 //   user_annotation nccl:*
 //   cudaEventQuery / cudaStreamQuery-> a thread's consecutive polls merged into one QUERY call
 //                                      with the number of polls in bytes (kineto_host_events.h)
+//   python_function (with_stack)    -> the call site of each runtime call: the innermost Python
+//                                      range around it on its thread (kineto_call_sites.h)
 //   M thread_name                   -> thread names
-//   everything else (other cpu_ops, flows, gpu_user_annotation, python_function, instants) is skipped.
+//   everything else (other cpu_ops, flows, gpu_user_annotation, instants) is skipped.
 // Hello: source STREAM_SOURCE_KINETO_TRACE, clock CLOCK_DOMAIN_KINETO_US, the trace's schemaVersion
 // and traceName. Goodbye: exit reason UNSPECIFIED (the trace ends with the profiler's window).
 // Times: ts and dur are microseconds, parsed from their text as decimal fixed point to integer

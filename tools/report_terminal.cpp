@@ -365,7 +365,10 @@ void printTraceSyncLimits(const ProcessAnalysis& p, std::ostream& out) {
     out << "  " << padRight("sync waits", 22)
         << "an upper bound: the trace has no cuda_sync records, so a stream or event sync waits like a device sync\n";
   }
-  out << "  " << padRight("call sites", 22) << "(not recorded in the trace)\n";
+  if (std::find(p.source.not_in_trace.begin(), p.source.not_in_trace.end(), analysis::kNotInTraceCallSites) !=
+      p.source.not_in_trace.end()) {
+    out << "  " << padRight("call sites", 22) << "(not recorded in the trace: it has no python_function events)\n";
+  }
 }
 
 void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {

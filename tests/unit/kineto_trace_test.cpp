@@ -510,6 +510,40 @@ TEST_CASE("traces joined end to end: each CPU block's NCCL ranges are handed ove
   CHECK(a.analysis.late_events == 0);
 }
 
+TEST_CASE("python_function events give the calls their call sites", "[kineto]") {
+  // with_stack=True: train.py's loop calls step(), which calls loss.item() (a sync); the launch
+  // is made in step() itself. The innermost Python range around each call is its call site.
+  const std::string t = R"({"traceEvents": [
+    {"ph": "X", "cat": "python_function", "name": "train.py(40): main", "pid": 9, "tid": 1, "ts": 1000, "dur": 900},
+    {"ph": "X", "cat": "python_function", "name": "train.py(12): step", "pid": 9, "tid": 1, "ts": 1010, "dur": 500},
+    {"ph": "X", "cat": "python_function", "name": "torch/_tensor.py(30): item", "pid": 9, "tid": 1, "ts": 1300, "dur": 150},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 1, "ts": 1100, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1110, "dur": 250, "args": {"device": 0, "stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 9, "tid": 1, "ts": 1310, "dur": 60, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 9, "tid": 2, "ts": 1320, "dur": 10, "args": {"correlation": 3}}
+  ]})";
+  Collected got;
+  REQUIRE(readText(t, got).read.ok());
+  REQUIRE(got.calls.size() == 3);
+  const auto site = [&](const ApiCallEvent& c) {
+    const std::string* text = got.strings.find(v1::STRING_KIND_CALL_SITE, c.call_site_id);
+    return text ? *text : std::string("(none)");
+  };
+  CHECK(site(got.calls[0]) == "train.py(12): step");
+  CHECK(site(got.calls[1]) == "torch/_tensor.py(30): item");
+  CHECK(got.calls[2].call_site_id == 0);  // thread 2 ran no Python range
+  // And the report has them: the sync point's call site, and "call sites" no longer missing.
+  MemoryByteSource source(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(t.data()), t.size()));
+  const Analysed a = analyse(source);
+  bool found = false;
+  for (const analysis::SyncTypeStats& s : a.analysis.sync_points) {
+    for (const analysis::CallSite& c : s.top_call_sites) found = found || c.name == "torch/_tensor.py(30): item";
+  }
+  CHECK(found);
+  const auto& missing = a.analysis.source.not_in_trace;
+  CHECK(std::find(missing.begin(), missing.end(), std::string(analysis::kNotInTraceCallSites)) == missing.end());
+}
+
 TEST_CASE("every read boundary gives the same events", "[kineto]") {
   const std::string trace = syntheticTrace(3, 40);
   Collected whole;

@@ -1,0 +1,52 @@
+// reader/kineto_call_sites.h: where in Python a CUDA call of a Kineto trace was made.
+//
+// A trace written with `with_stack=True` holds `python_function` events: one range per Python
+// frame ("train.py(88): train_step"), nested on the thread that ran it. A runtime call's call site
+// is the innermost such range on its thread that holds the call, which is what the recorder's
+// call sites are for a recording: the report then says which line a sync came from. The trace
+// writes the Python ranges in its CPU block, before the device block's calls, so they are held
+// per thread and looked up by time (sorted once per block, binary search, a bounded walk back).
+// Memory: the Python ranges, capped at kMaxRanges (beyond it, later ones are not kept and their
+// calls get no call site; `capped()` says so).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace gapwatch {
+
+class KinetoCallSites {
+ public:
+  static constexpr uint64_t kMaxRanges = 4'000'000;  // about 100 MB
+  // How far back the lookup walks from the latest range that starts before the call: ranges
+  // that end before the call (siblings) are passed over, up to this many.
+  static constexpr std::size_t kMaxWalk = 256;
+
+  void onPythonFunction(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns, std::string_view name);
+  // The name of the innermost Python range of `thread_id` that holds [start_ns, end_ns], or
+  // nullptr when none does (or the trace has no Python ranges).
+  const std::string* siteOf(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns);
+
+  uint64_t ranges() const { return count_; }
+  bool capped() const { return capped_; }
+
+ private:
+  struct Range {
+    uint64_t start_ns, end_ns;
+    uint32_t name;
+  };
+  struct Thread {
+    std::vector<Range> ranges;
+    bool sorted = true;
+  };
+  std::unordered_map<uint32_t, Thread> threads_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  uint64_t count_ = 0;
+  bool capped_ = false;
+};
+
+}  // namespace gapwatch
