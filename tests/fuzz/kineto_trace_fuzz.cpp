@@ -13,6 +13,7 @@
 // as many elements, and a read that fails did not blame the JSON's structure.
 
 #include "fuzz_check.h"
+#include "trickle_source.h"
 
 #include "reader/kineto_trace.h"
 
@@ -57,26 +58,6 @@ class Digest final : public RecordingVisitor {
     for (unsigned char c : text) value = (value ^ c) * 1099511628211ull;
     value = (value ^ number) * 1099511628211ull;
   }
-};
-
-class TrickleSource final : public ByteSource {
- public:
-  TrickleSource(std::span<const uint8_t> bytes, uint64_t seed) : bytes_(bytes), rng_(seed) {}
-  std::size_t read(std::span<uint8_t> buffer) override {
-    const uint64_t r = rng_.next();
-    const std::size_t limit = (r & 1) ? 7 : 4096;
-    const std::size_t n = std::min({buffer.size(), bytes_.size() - position_, 1 + static_cast<std::size_t>((r >> 8) % limit)});
-    std::copy_n(bytes_.data() + position_, n, buffer.data());
-    position_ += n;
-    return n;
-  }
-  const std::string& failure() const override { return failure_; }
-
- private:
-  std::span<const uint8_t> bytes_;
-  std::size_t position_ = 0;
-  gapwatch::fuzz::SplitMix rng_;
-  std::string failure_;
 };
 
 std::vector<uint8_t> gzip(std::span<const uint8_t> text) {
@@ -173,7 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   }
 
   Outcome trickled;
-  readWith([bytes, seed]() { return std::make_unique<TrickleSource>(bytes, seed); }, trickled);
+  readWith([bytes, seed]() { return std::make_unique<fuzz::TrickleSource>(bytes, seed); }, trickled);
   FUZZ_CHECK(sameOutcome(whole, trickled), "a read in small pieces differs from one in one piece");
 
   // Gzipped, the same JSON must give the same answer (a text that is not a JSON object is refused
@@ -191,7 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     }
     const std::span<const uint8_t> z(zipped);
     Outcome inflated;
-    readWith([z, seed]() { return std::make_unique<TrickleSource>(z, seed >> 1); }, inflated);
+    readWith([z, seed]() { return std::make_unique<fuzz::TrickleSource>(z, seed >> 1); }, inflated);
     FUZZ_CHECK(sameOutcome(whole, inflated), "the gzipped trace reads differently");
   }
   return 0;

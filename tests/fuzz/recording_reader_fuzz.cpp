@@ -10,6 +10,7 @@
 // file's tail, a clean read counts every byte.
 
 #include "fuzz_check.h"
+#include "trickle_source.h"
 
 #include "reader/recording_reader.h"
 #include "reader/stream_decoder.h"
@@ -68,27 +69,6 @@ class ParsedOnly final : public FrameSink {
   StreamDecoder& decoder_;
 };
 
-// Returns the bytes a few at a time.
-class TrickleSource final : public ByteSource {
- public:
-  TrickleSource(std::span<const uint8_t> bytes, uint64_t seed) : bytes_(bytes), rng_(seed) {}
-  std::size_t read(std::span<uint8_t> buffer) override {
-    const uint64_t r = rng_.next();
-    const std::size_t limit = (r & 1) ? 7 : 4096;
-    const std::size_t n = std::min({buffer.size(), bytes_.size() - position_, 1 + static_cast<std::size_t>((r >> 8) % limit)});
-    std::copy_n(bytes_.data() + position_, n, buffer.data());
-    position_ += n;
-    return n;
-  }
-  const std::string& failure() const override { return failure_; }
-
- private:
-  std::span<const uint8_t> bytes_;
-  std::size_t position_ = 0;
-  gapwatch::fuzz::SplitMix rng_;
-  std::string failure_;
-};
-
 // bytes_read is left out: after an error it depends on how much the source had handed over.
 auto summaryFields(const ReadSummary& s) {
   return std::make_tuple(s.format_version, s.frames, s.skipped_frames, s.truncated, s.truncated_at,
@@ -109,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   Digest parsed_digest;
   StreamDecoder parsed(parsed_digest);
   ParsedOnly parsed_sink(parsed);
-  TrickleSource trickle(bytes, gapwatch::fuzz::seedOf(bytes));
+  fuzz::TrickleSource trickle(bytes, gapwatch::fuzz::seedOf(bytes));
   const ReadResult parsed_result = readRecording(trickle, parsed_sink);
 
   FUZZ_CHECK(summaryFields(fast_result.summary) == summaryFields(parsed_result.summary), "different summaries");
