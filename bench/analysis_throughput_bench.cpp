@@ -4,6 +4,7 @@
 // MODE engine: the full read feeding the analysis engine with all its standard stages (what
 //              `gapwatch report` runs)
 // Prints events per second and the process's peak resident memory.
+#include "bench/bench_clock.h"
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -21,17 +22,8 @@ using namespace gapwatch;
 
 namespace {
 
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
-long peak_rss_kb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
-}
+double now_s() { return gapwatch::bench::nowSeconds(); }
+long peak_rss_kb() { return gapwatch::bench::peakRssKb(); }
 
 // Counts events in frames parsed by libprotobuf: the floor any reader pays.
 class CountingSink final : public FrameSink {

@@ -9,6 +9,7 @@
 // modes also warm_parse_s (the parse alone of bytes in memory, on a parser whose buffers a first
 // parse allocated: simdjson at its best), the implementation simdjson chose for this CPU, a count
 // (report bytes, or elements) so that nothing is optimised away, and the peak RSS.
+#include "bench/bench_clock.h"
 #include <simdjson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,17 +25,8 @@
 
 namespace {
 
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
-long peak_rss_kb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
-}
+double now_s() { return gapwatch::bench::nowSeconds(); }
+long peak_rss_kb() { return gapwatch::bench::peakRssKb(); }
 
 // One gapwatch report, as the command line makes it; returns the report's length (0 on error).
 uint64_t gapwatchOnce(const std::string& file) {
