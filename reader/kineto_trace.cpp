@@ -339,7 +339,7 @@ bool plainlyUnused(std::string_view e) {
     // Of the cpu_ops (most of a trace) only record_param_comms is used: told by the name, which
     // Kineto writes third.
     std::string_view name;
-    if (!take(",") || !take("\"name\"") || !take(":") || !value(64, name)) return false;
+    if (!take(",") || !take("\"name\"") || !take(":") || !value(1024, name)) return false;
     return name != "record_param_comms";
   }
   return !isWanted(ph, category);
@@ -958,7 +958,7 @@ class TraceReader {
       const uint64_t element = s.offset();
       if (auto scan = s.scanValue(true); scan != JsonSplitter::Scan::kDone) return scanError(scan, s, at(index));
       const std::span<char> bytes = s.bytes(element, s.offset());
-      if (plainlyUnused(std::string_view(bytes.data(), std::min<std::size_t>(bytes.size(), 128)))) {
+      if (plainlyUnused(std::string_view(bytes.data(), std::min<std::size_t>(bytes.size(), 1100)))) {
         std::memset(bytes.data(), ' ', bytes.size());
         bytes[0] = '{';
         bytes[1] = '}';
