@@ -32,6 +32,26 @@ std::string_view withoutVersionSuffix(std::string_view name) {
   return name.substr(0, at);
 }
 
+// Only calls that put work on the device or wait for it have GPU records (kernels, copies,
+// memsets, and the cuda_sync records of syncs and stream waits). The rest (allocations, polls,
+// event records, cudaGetDevice and the like) are most of a trace's calls and are not kept for the
+// join, so that memory is the calls of the last 10 s that can still be joined.
+bool mayHaveGpuRecord(v1::ApiKind kind) {
+  switch (kind) {
+    case v1::API_KIND_LAUNCH:
+    case v1::API_KIND_GRAPH_LAUNCH:
+    case v1::API_KIND_MEMCPY:
+    case v1::API_KIND_MEMCPY_ASYNC:
+    case v1::API_KIND_MEMSET:
+    case v1::API_KIND_MEMSET_ASYNC:
+    case v1::API_KIND_DEVICE_SYNC:
+    case v1::API_KIND_STREAM_SYNC:
+    case v1::API_KIND_EVENT_SYNC:
+    case v1::API_KIND_STREAM_WAIT_EVENT: return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 const char* htaReleaseName(HtaRelease release) { return release == HtaRelease::k0_5_0 ? "0.5.0" : "0.6.1"; }
@@ -74,8 +94,9 @@ void HtaViewStage::onApiCall(const ApiCallEvent& call) {
     call_ages_.pop_front();
   }
   stopAwaiting(call.start_ns, false);
-  if (call.correlation_id == 0) return;
+  if (call.correlation_id == 0 || !mayHaveGpuRecord(call.kind)) return;
   CallTimes times;
+  times.graph_launch = call.kind == v1::API_KIND_GRAPH_LAUNCH;
   times.start_us = ceilUs(call.start_ns);
   times.end_us = floorUs(call.end_ns);
   times.launch_stat = launchStatName(call.api_name_id);
@@ -154,6 +175,8 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
   }
   if (call != nullptr) {
     work.call = *call;
+    // One record per call, but for a graph launch (all its kernels carry its id): forget it.
+    if (!call->graph_launch) calls_.erase(activity.correlation_id);
     if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
   } else if (activity.correlation_id != 0 && awaiting_.tryEmplace(activity.correlation_id, held_popped_ + held_.size()).second) {
     work.awaiting_call = true;

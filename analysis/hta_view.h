@@ -51,6 +51,7 @@ class HtaViewStage final : public AnalysisStage {
     int64_t start_us = 0;  // rounded up
     int64_t end_us = 0;    // rounded down
     bool launch_stat = false;  // named as one of the calls HTA's launch stats take
+    bool graph_launch = false;  // its id is on every kernel of the graph: kept until it expires
   };
   struct Work {
     int64_t start_us = 0, end_us = 0;

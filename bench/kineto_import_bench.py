@@ -51,16 +51,29 @@ def parse_fields(text):
     return dict(kv.split("=", 1) for kv in text.split())
 
 
+GNU_TIME = "/usr/bin/time"
+
+
 def run_child(argv, stdout=subprocess.DEVNULL):
-    """Wall seconds, exit code, peak RSS (KiB) and stderr of one child process."""
-    with tempfile.TemporaryFile() as err:
+    """Wall seconds, exit code, peak RSS (KiB) and stderr of one child process.
+
+    The peak RSS is measured by GNU time, which forks the command from its own small process: a
+    child forked from this Python would start with this Python's resident pages in its peak (Linux
+    keeps the high-water mark across fork and exec; after writing the large trace that is hundreds
+    of MiB that are not gapwatch's). Without /usr/bin/time the peak is None."""
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(mode="r") as rss_out:
+        wrapped = [GNU_TIME, "-f", "%M", "-o", rss_out.name, *argv] if os.path.exists(GNU_TIME) else argv
         start = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=stdout, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)
+        child = subprocess.Popen(wrapped, stdout=stdout, stderr=err)
+        _, status, _ = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
-        return wall, child.returncode, usage.ru_maxrss, err.read().decode(errors="replace")
+        rss = None
+        if wrapped is not argv:
+            lines = [line for line in rss_out.read().split() if line.isdigit()]
+            rss = int(lines[-1]) if lines else None
+        return wall, child.returncode, rss, err.read().decode(errors="replace")
 
 
 def hta_python(build):
@@ -218,7 +231,7 @@ def large_trace_check(gapwatch, flags, data, build, target_mb):
             wrote = time.perf_counter() - start
             wall, code, rss, err = run_child([gapwatch, "report", *flags, path])
             status = "" if code == 0 else f"   exit {code}: {err.strip()[:200]}"
-            print("%10.0f %8d %12.1f %12.2f %16.0f%s" % (size / 1e6, copies, wrote, wall, rss / 1024, status))
+            print("%10.0f %8d %12.1f %12.2f %16.0f%s" % (size / 1e6, copies, wrote, wall, (rss or 0) / 1024, status))
             os.unlink(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -290,7 +303,7 @@ def main():
         ratio = "%7.1f" % (r["hta_s"] / r["gw_gz"]) if "hta_s" in r else "%7s" % "-"
         print("%-18s %6.2f %7.1f %s %8.1f %8.1f %8.1f %8.0f %7.1f %7.1f %7.1f %7.1f %s %7.2f %7.2f" % (
             r["name"], r["gz_mb"], r["json_mb"], hta_s, r["gw_gz"] * 1e3, r["gw_json"] * 1e3, r["gw_proc"] * 1e3,
-            r["gw_rss"] / 1024, r["dom"] * 1e3, r["dom_warm"] * 1e3, r["od"] * 1e3, r["od_warm"] * 1e3, ratio,
+            (r["gw_rss"] or 0) / 1024, r["dom"] * 1e3, r["dom_warm"] * 1e3, r["od"] * 1e3, r["od_warm"] * 1e3, ratio,
             r["dom"] / r["gw_json"], r["dom_warm"] / r["gw_json"]))
     print()
     print("gw .gz, gw .json: gapwatch in-process (read, analyse with the HTA view, text report), ms;")

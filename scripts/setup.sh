@@ -35,6 +35,7 @@ packages=(
   clang libfuzzer-14-dev                    # the fuzz targets of tests/fuzz (scripts/fuzz.sh)
   libmicrohttpd-dev                         # the collector's Prometheus endpoint (--metrics)
   prometheus                                # a real Prometheus server scrapes it in tests/collector
+  time                                      # /usr/bin/time: a child's own peak RSS in bench/kineto_import_bench.py
 )
 missing=()
 for pkg in "${packages[@]}"; do
