@@ -174,9 +174,9 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
     default: work.cls = kernelClass(activity.name_id); break;
   }
   if (call != nullptr) {
+    // The call stays until it ages out: a graph launch's id is on every kernel of the graph, and
+    // HTA joins every record that carries a call's id, however many there are.
     work.call = *call;
-    // One record per call, but for a graph launch (all its kernels carry its id): forget it.
-    if (!call->graph_launch) calls_.erase(activity.correlation_id);
     if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
   } else if (activity.correlation_id != 0 && awaiting_.tryEmplace(activity.correlation_id, held_popped_ + held_.size()).second) {
     work.awaiting_call = true;
