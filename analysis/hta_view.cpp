@@ -32,23 +32,21 @@ std::string_view withoutVersionSuffix(std::string_view name) {
   return name.substr(0, at);
 }
 
-// Only calls that put work on the device or wait for it have GPU records (kernels, copies,
-// memsets, and the cuda_sync records of syncs and stream waits). The rest (allocations, polls,
-// event records, cudaGetDevice and the like) are most of a trace's calls and are not kept for the
-// join, so that memory is the calls of the last 10 s that can still be joined.
+// Calls that never have a GPU record of their own (allocations, polls, event records, module
+// loads, capture bounds) are not kept for the join: they are many of a trace's calls. Every other
+// call is, unknown ones too: HTA joins whatever call carries a record's id.
 bool mayHaveGpuRecord(v1::ApiKind kind) {
   switch (kind) {
-    case v1::API_KIND_LAUNCH:
-    case v1::API_KIND_GRAPH_LAUNCH:
-    case v1::API_KIND_MEMCPY:
-    case v1::API_KIND_MEMCPY_ASYNC:
-    case v1::API_KIND_MEMSET:
-    case v1::API_KIND_MEMSET_ASYNC:
-    case v1::API_KIND_DEVICE_SYNC:
-    case v1::API_KIND_STREAM_SYNC:
-    case v1::API_KIND_EVENT_SYNC:
-    case v1::API_KIND_STREAM_WAIT_EVENT: return true;
-    default: return false;
+    case v1::API_KIND_QUERY:
+    case v1::API_KIND_EVENT_RECORD:
+    case v1::API_KIND_MALLOC:
+    case v1::API_KIND_FREE:
+    case v1::API_KIND_HOST_ALLOC:
+    case v1::API_KIND_HOST_FREE:
+    case v1::API_KIND_MODULE_LOAD:
+    case v1::API_KIND_CAPTURE_BEGIN:
+    case v1::API_KIND_CAPTURE_END: return false;
+    default: return true;
   }
 }
 
