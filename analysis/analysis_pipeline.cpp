@@ -86,6 +86,7 @@ void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& str
   for (const ApiCallEvent& call : batch.api_calls) window_.push(call);
   for (const NcclCallEvent& call : batch.nccl_calls) window_.push(call);
   for (const MarkerEvent& marker : batch.markers) window_.push(marker);
+  for (const HostRangeEvent& range : batch.host_ranges) window_.push(range);
   for (const DeviceActivityEvent& activity : batch.activities) {
     if (activity.kind == v1::ACTIVITY_KIND_SYNC) ++sync_records_;
     const bool copy = activity.kind == v1::ACTIVITY_KIND_MEMCPY && activity.correlation_id != 0;
@@ -123,6 +124,10 @@ void AnalysisPipeline::Fanout::onNcclCall(const NcclCallEvent& call) {
 
 void AnalysisPipeline::Fanout::onMarker(const MarkerEvent& marker) {
   for (auto& stage : pipeline_.stages_) stage->onMarker(marker);
+}
+
+void AnalysisPipeline::Fanout::onHostRange(const HostRangeEvent& range) {
+  for (auto& stage : pipeline_.stages_) stage->onHostRange(range);
 }
 
 ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHealth& health) {

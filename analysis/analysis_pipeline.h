@@ -75,6 +75,7 @@ class AnalysisPipeline final : public RecordingVisitor {
     void onActivity(const DeviceActivityEvent& activity) override;
     void onNcclCall(const NcclCallEvent& call) override;
     void onMarker(const MarkerEvent& marker) override;
+    void onHostRange(const HostRangeEvent& range) override;
 
    private:
     AnalysisPipeline& pipeline_;

@@ -42,6 +42,20 @@ enum class IdleCause : uint8_t { kHostCpu, kLaunchOverhead, kSyncCopy, kCudaApi,
 inline constexpr std::size_t kIdleCauseCount = 6;
 const char* idleCauseName(IdleCause cause);  // "host_cpu", "launch_overhead", ...
 
+// What the host was doing in its host_cpu time (docs/analysis.md, "Host time"), by the evidence
+// of the launching thread's host ranges (events.proto HostRange): inside data loading
+// (`input_pipeline`), inside a framework op (`framework`), outside any op (`other`: Python
+// between ops, logging, metrics...), or `unknown` where the recording holds no host ranges.
+enum class HostPart : uint8_t { kInputPipeline, kFramework, kOther, kUnknown };
+inline constexpr std::size_t kHostPartCount = 4;
+const char* hostPartName(HostPart part);  // "input_pipeline", "framework", "other", "unknown"
+
+// A name under which host time fell (an op, an annotation, a data-loading range), with its time.
+struct HostLabel {
+  std::string name;  // "" for the other part outside any annotation
+  uint64_t ns = 0;
+};
+
 // HTA's per-stream idle breakdown (get_idle_time_breakdown), for users who compare with it.
 struct StreamIdle {
   uint64_t stream = 0;
@@ -53,6 +67,7 @@ struct StreamIdle {
 struct IdleGap {  // one of the longest gaps, for the report
   uint64_t start_ns = 0, end_ns = 0;
   std::array<uint64_t, kIdleCauseCount> by_cause_ns{};
+  std::array<uint64_t, kHostPartCount> host_by_part_ns{};  // its host_cpu time by part
   bool after_sync = false;
 };
 
@@ -66,11 +81,20 @@ struct DeviceAnalysis {
   uint64_t kernels = 0, memcpys = 0, memsets = 0;
   GapHistogram gaps;
   std::array<uint64_t, kIdleCauseCount> idle_by_cause_ns{};  // sums to idle_ns
+  // host_cpu time by what the host was doing: sums to idle_by_cause_ns[host_cpu].
+  std::array<uint64_t, kHostPartCount> host_cpu_by_part_ns{};
+  // Each part's time by name (top_n, most time first): the input range, the outermost op, the
+  // innermost annotation. None for unknown.
+  std::array<std::vector<HostLabel>, kHostPartCount> host_part_labels;
+  // Unknown host time in gaps of 1 ms or more (the rest is in shorter gaps): the shape the
+  // diagnosis reports beside it, as a hint of what it may be, never as its cause.
+  uint64_t unknown_host_in_long_gaps_ns = 0;
   uint64_t after_sync_ns = 0;  // idle in gaps that began when a host sync returned
   // Added for the diagnosis (docs/analysis.md, "Diagnosis"). A diagnosis that finds them all 0
   // while after_sync_ns > 0 estimates them instead (an engine that does not fill them yet).
   uint64_t after_sync_gaps = 0;                                    // gaps flagged after_sync
   std::array<uint64_t, kIdleCauseCount> after_sync_by_cause_ns{};  // their idle by cause
+  std::array<uint64_t, kHostPartCount> after_sync_host_by_part_ns{};  // their host_cpu time by part
   // Sum over after_sync gaps [g0, g1) of min(g1 - g0, B), B the longest blocked time (exit - enter)
   // of a blocked call that returned in [g0, g1) on the gap's thread T (the one that queued the
   // activity ending the gap; any thread when T is unknown): the idle the host could have hidden

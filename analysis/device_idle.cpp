@@ -15,6 +15,8 @@ constexpr uint64_t kQueueAgeNs = 10'000'000'000ull;
 constexpr uint64_t kPruneEvery = 1024;
 // Activities that end on the same nanosecond, kept as what a sync may have waited for.
 constexpr std::size_t kMaxFinishers = 16;
+// Unknown host time in gaps this long or longer is reported apart (DeviceAnalysis).
+constexpr uint64_t kLongGapNs = 1'000'000;
 
 constexpr IdleCause kCauseOfCategory[kCallCategoryCount] = {IdleCause::kSyncCopy, IdleCause::kNcclHost,
                                                              IdleCause::kLaunchOverhead, IdleCause::kCudaApi};
@@ -106,6 +108,20 @@ void DeviceIdleStage::onNcclCall(const NcclCallEvent& call) {
   noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost);
 }
 
+void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
+  if (!facts_.device_timeline) return;
+  advance(range.start_ns);
+  host_ranges_seen_ = true;
+  if (range.end_ns <= range.start_ns) return;
+  auto& by_thread = range.kind == v1::HOST_RANGE_KIND_FRAMEWORK_OP ? thread_ops_ : thread_ranges_;
+  RingQueue<HostSpan>& spans = by_thread[range.thread_id];
+  const uint64_t h = horizon();
+  while (!spans.empty() && spans.front().end_ns <= h) spans.pop_front();
+  if (range.end_ns <= h) return;  // no gap still to come can overlap it
+  const uint64_t max_end = std::max(spans.empty() ? 0 : spans.back().max_end_ns, range.end_ns);
+  spans.push_back({range.start_ns, range.end_ns, max_end, range.kind, range.name_id});
+}
+
 void DeviceIdleStage::noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns,
                                      CallCategory category) {
   RingQueue<CallSpan>& calls = thread_calls_[thread_id];
@@ -180,16 +196,19 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
   IdleGap gap;
   gap.start_ns = g0;
   gap.end_ns = g1;
-  gap.by_cause_ns = attribute(g0, g1, next, next_call);
+  attribute(device, gap, next, next_call);
   const uint64_t length = g1 - g0;
   DeviceAnalysis& r = device.result;
   r.gaps.add(length);
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.idle_by_cause_ns[c] += gap.by_cause_ns[c];
+  for (std::size_t p = 0; p < kHostPartCount; ++p) r.host_cpu_by_part_ns[p] += gap.host_by_part_ns[p];
+  if (length >= kLongGapNs) r.unknown_host_in_long_gaps_ns += gap.host_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)];
   if (const BlockedCall* sync = drainingSync(device, g0, g1, next, next_call)) {
     gap.after_sync = true;
     r.after_sync_ns += length;
     ++r.after_sync_gaps;
     for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.after_sync_by_cause_ns[c] += gap.by_cause_ns[c];
+    for (std::size_t p = 0; p < kHostPartCount; ++p) r.after_sync_host_by_part_ns[p] += gap.host_by_part_ns[p];
     // Had the host not waited, it would have done this gap's host work during the wait. The wait
     // is the longest call of the gap's thread that was waiting when the device went idle and
     // returned inside the gap: for `.item()` the pageable copy (hundreds of us), not the short
@@ -213,29 +232,30 @@ uint64_t DeviceIdleStage::longestDrainedWait(const QueuingCall* next_call, uint6
   return longest;
 }
 
-std::array<uint64_t, kIdleCauseCount> DeviceIdleStage::attribute(uint64_t g0, uint64_t g1,
-                                                                 const DeviceActivityEvent& next,
-                                                                 const QueuingCall* call) const {
-  std::array<uint64_t, kIdleCauseCount> causes{};
-  const uint64_t length = g1 - g0;
+void DeviceIdleStage::attribute(DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next,
+                                const QueuingCall* call) {
+  std::array<uint64_t, kIdleCauseCount>& causes = gap.by_cause_ns;
+  const uint64_t length = gap.end_ns - gap.start_ns;
   if (call) {
-    if (call->exit_ns <= g0) {
+    if (call->exit_ns <= gap.start_ns) {
       causes[causeIndex(IdleCause::kDependency)] = length;  // queued before the device went idle
     } else {
-      splitByThread(call->thread_id, g0, g1, causes);
+      splitByThread(device, call->thread_id, gap);
     }
   } else if (queued_by_.probablyExpired(next.correlation_id)) {
     causes[causeIndex(IdleCause::kDependency)] = length;  // queued long ago: it waited on something
   } else {
-    // No call known: no thread to look at, so the gap is what a thread in no call would make it.
+    // No call known: no thread to look at, so the gap is what a thread in no call would make it,
+    // and what the host did is unknown.
     const IdleCause outside = length < options_.launch_threshold_ns ? IdleCause::kLaunchOverhead : IdleCause::kHostCpu;
     causes[causeIndex(outside)] = length;
+    if (outside == IdleCause::kHostCpu) gap.host_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] = length;
   }
-  return causes;
 }
 
-void DeviceIdleStage::splitByThread(uint32_t thread_id, uint64_t g0, uint64_t g1,
-                                    std::array<uint64_t, kIdleCauseCount>& causes) const {
+void DeviceIdleStage::splitByThread(DeviceState& device, uint32_t thread_id, IdleGap& gap) {
+  const uint64_t g0 = gap.start_ns, g1 = gap.end_ns;
+  std::array<uint64_t, kIdleCauseCount>& causes = gap.by_cause_ns;
   std::vector<Edge>& edges = edges_;
   edges.clear();
   if (const RingQueue<CallSpan>* found = thread_calls_.find(thread_id)) {
@@ -271,7 +291,94 @@ void DeviceIdleStage::splitByThread(uint32_t thread_id, uint64_t g0, uint64_t g1
     while (category < kCallCategoryCount && active[category] == 0) ++category;
     const IdleCause cause = category < kCallCategoryCount ? kCauseOfCategory[category] : outside;
     causes[causeIndex(cause)] += next_edge - cursor;
+    if (cause == IdleCause::kHostCpu) splitHost(device, thread_id, cursor, next_edge, gap.host_by_part_ns);
     cursor = next_edge;
+  }
+}
+
+namespace {
+
+// The first range of a queue whose max_end_ns passes `t`: every earlier one ended by then.
+template <typename Queue>
+std::size_t firstReaching(const Queue& spans, uint64_t t) {
+  std::size_t lo = 0, hi = spans.size();
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (t < spans[mid].max_end_ns) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+}  // namespace
+
+void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b,
+                                std::array<uint64_t, kHostPartCount>& parts) {
+  constexpr std::size_t kInput = static_cast<std::size_t>(HostPart::kInputPipeline);
+  constexpr std::size_t kFramework = static_cast<std::size_t>(HostPart::kFramework);
+  constexpr std::size_t kOther = static_cast<std::size_t>(HostPart::kOther);
+  if (!host_ranges_seen_) {
+    parts[static_cast<std::size_t>(HostPart::kUnknown)] += b - a;  // nothing says what the host did
+    return;
+  }
+  host_spans_.clear();
+  host_edges_.clear();
+  for (const auto* queues : {&thread_ops_, &thread_ranges_}) {
+    const RingQueue<HostSpan>* spans = queues->find(thread_id);
+    if (!spans) continue;
+    for (std::size_t i = firstReaching(*spans, a); i < spans->size() && (*spans)[i].start_ns < b; ++i) {
+      const HostSpan& s = (*spans)[i];
+      if (s.end_ns <= a) continue;
+      const uint32_t index = static_cast<uint32_t>(host_spans_.size());
+      host_spans_.push_back(&s);
+      host_edges_.push_back({std::max(s.start_ns, a), index, +1});
+      host_edges_.push_back({std::min(s.end_ns, b), index, -1});
+    }
+  }
+  std::sort(host_edges_.begin(), host_edges_.end(), [](const HostEdge& x, const HostEdge& y) { return x.t < y.t; });
+  // Per HostRangeKind (1..3): how many ranges are open, and the one opened last (the innermost
+  // where they nest), whose name the time goes under.
+  std::array<int, 4> open{};
+  std::array<const HostSpan*, 4> last{};
+  uint64_t cursor = a;
+  std::size_t e = 0;
+  while (cursor < b) {
+    while (e < host_edges_.size() && host_edges_[e].t <= cursor) {
+      const HostSpan* s = host_spans_[host_edges_[e].span];
+      const std::size_t kind = static_cast<std::size_t>(s->kind) & 3;
+      open[kind] += host_edges_[e].delta;
+      if (host_edges_[e].delta > 0) last[kind] = s;
+      ++e;
+    }
+    const uint64_t next = e < host_edges_.size() ? host_edges_[e].t : b;
+    // The innermost open range of a kind: the last one opened, if still open, else the open one
+    // that started latest (ranges that do not nest, seldom).
+    const auto innermost = [&](std::size_t kind) -> uint32_t {
+      if (open[kind] <= 0) return 0;
+      if (last[kind] && last[kind]->start_ns <= cursor && last[kind]->end_ns > cursor) return last[kind]->name_id;
+      const HostSpan* best = nullptr;
+      for (const HostSpan* s : host_spans_) {
+        if (static_cast<std::size_t>(s->kind) == kind && s->start_ns <= cursor && s->end_ns > cursor &&
+            (!best || s->start_ns > best->start_ns)) {
+          best = s;
+        }
+      }
+      return best ? best->name_id : 0;
+    };
+    std::size_t part = kOther;
+    uint32_t name = 0;
+    if (open[v1::HOST_RANGE_KIND_INPUT_PIPELINE] > 0) {
+      part = kInput;
+      name = innermost(v1::HOST_RANGE_KIND_INPUT_PIPELINE);
+    } else if (open[v1::HOST_RANGE_KIND_FRAMEWORK_OP] > 0) {
+      part = kFramework;
+      name = innermost(v1::HOST_RANGE_KIND_FRAMEWORK_OP);
+    } else {
+      name = innermost(v1::HOST_RANGE_KIND_ANNOTATION);
+    }
+    parts[part] += next - cursor;
+    device.part_names[part][name] += next - cursor;
+    cursor = next;
   }
 }
 
@@ -394,6 +501,12 @@ void DeviceIdleStage::prune() {
     while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
     return calls.empty();
   });
+  const auto prune_spans = [h](uint64_t, RingQueue<HostSpan>& spans) {
+    while (!spans.empty() && spans.front().end_ns <= h) spans.pop_front();
+    return spans.empty();
+  };
+  thread_ops_.eraseWhere(prune_spans);
+  thread_ranges_.eraseWhere(prune_spans);
   while (!blocked_calls_.empty() && !blocked_calls_.front().open && blocked_calls_.front().exit_ns < h) {
     blocked_calls_.pop_front();
   }
@@ -403,6 +516,8 @@ void DeviceIdleStage::prune() {
 std::size_t DeviceIdleStage::heldCalls() const {
   std::size_t n = blocked_calls_.size() + queued_by_.size();
   thread_calls_.forEach([&n](uint64_t, const RingQueue<CallSpan>& calls) { n += calls.size(); });
+  thread_ops_.forEach([&n](uint64_t, const RingQueue<HostSpan>& spans) { n += spans.size(); });
+  thread_ranges_.forEach([&n](uint64_t, const RingQueue<HostSpan>& spans) { n += spans.size(); });
   return n;
 }
 
@@ -422,6 +537,17 @@ void DeviceIdleStage::write(ProcessAnalysis& result) const {
     }
     for (const auto& [stream_id, stream] : device.streams) r.streams.push_back(stream.idle);
     r.longest_gaps = device.longest;
+    for (std::size_t p = 0; p < kHostPartCount; ++p) {
+      std::vector<HostLabel>& labels = r.host_part_labels[p];
+      for (const auto& [name_id, ns] : device.part_names[p]) {
+        const std::string* name = strings_ && name_id != 0 ? strings_->find(v1::STRING_KIND_HOST_RANGE_NAME, name_id) : nullptr;
+        labels.push_back({name ? *name : (name_id != 0 ? "#" + std::to_string(name_id) : std::string()), ns});
+      }
+      std::sort(labels.begin(), labels.end(), [](const HostLabel& x, const HostLabel& y) {
+        return x.ns != y.ns ? x.ns > y.ns : x.name < y.name;
+      });
+      if (labels.size() > options_.top_n) labels.resize(options_.top_n);
+    }
     std::sort(r.longest_gaps.begin(), r.longest_gaps.end(), keepsBetter);
     result.devices.push_back(std::move(r));
   }

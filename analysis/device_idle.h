@@ -28,6 +28,11 @@
 //   - a polling loop (a thread's consecutive cudaEventQuery / cudaStreamQuery calls) is one
 //     blocked call from its first poll's entry to its last poll's exit, for after_sync like a
 //     device sync;
+//   - host_cpu time is split further by what T was doing (HostPart), from T's host ranges (a
+//     trace's ops, annotations and data-loading ranges; events.proto HostRange): inside an
+//     input-pipeline range `input_pipeline`, else inside a framework op `framework`, else
+//     `other` (outside any op; named by the innermost annotation around it), where the recording
+//     holds host ranges at all; `unknown` where it holds none, or no thread is known;
 //   - HTA's per-stream breakdown: on each stream, the interval between one activity's end and
 //     the next one's start is host_wait when the next one's call entered after the previous end,
 //     else kernel_wait when shorter than HTA's consecutive-kernel delay, else other.
@@ -46,6 +51,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace gapwatch::analysis {
@@ -70,6 +76,8 @@ class DeviceIdleStage final : public AnalysisStage {
   void onApiCall(const ApiCallEvent& call) override;
   void onActivity(const DeviceActivityEvent& activity) override;
   void onNcclCall(const NcclCallEvent& call) override;
+  void onHostRange(const HostRangeEvent& range) override;
+  void setStrings(const StringTable* strings) override { strings_ = strings; }
   void finish() override;
   // Blocked calls kept until the gaps they may explain are decided: a handful at any time (tests
   // check it stays bounded).
@@ -92,6 +100,14 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t exit_ns = 0;
     uint64_t max_exit_ns = 0;  // the largest exit of this call and every earlier one of the thread
     CallCategory category = CallCategory::kCudaApi;
+  };
+  // A host range of a thread, as splitHost needs it.
+  struct HostSpan {
+    uint64_t start_ns = 0;
+    uint64_t end_ns = 0;
+    uint64_t max_end_ns = 0;  // the largest end of this range and every earlier one of the thread
+    v1::HostRangeKind kind = v1::HOST_RANGE_KIND_UNSPECIFIED;
+    uint32_t name_id = 0;
   };
   struct BlockedCall {
     uint64_t enter_ns = 0;
@@ -127,6 +143,8 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t last_stream_id = 0;
     StreamState* last_stream = nullptr;
     std::vector<IdleGap> longest;  // min-heap by length, at most top_n
+    // Host time by name, per part (HostLabel): name id -> ns; bounded by the names in the trace.
+    std::array<std::unordered_map<uint32_t, uint64_t>, kHostPartCount> part_names;
   };
 
   // An edge of a call's span inside a gap, for splitByThread.
@@ -149,9 +167,12 @@ class DeviceIdleStage final : public AnalysisStage {
   uint64_t longestDrainedWait(const QueuingCall* next_call, uint64_t g0, uint64_t g1, uint64_t at_least) const;
   void closeGap(DeviceState& device, uint64_t g0, uint64_t g1, const DeviceActivityEvent& next,
                 const QueuingCall* next_call);
-  std::array<uint64_t, kIdleCauseCount> attribute(uint64_t g0, uint64_t g1, const DeviceActivityEvent& next,
-                                                  const QueuingCall* next_call) const;
-  void splitByThread(uint32_t thread_id, uint64_t g0, uint64_t g1, std::array<uint64_t, kIdleCauseCount>& causes) const;
+  // The gap's causes, and its host_cpu time by part into `gap.host_by_part_ns` (names into `device`).
+  void attribute(DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next, const QueuingCall* next_call);
+  void splitByThread(DeviceState& device, uint32_t thread_id, IdleGap& gap);
+  // [a, b) of host_cpu time on `thread_id`, split by its host ranges into `parts`.
+  void splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b,
+                 std::array<uint64_t, kHostPartCount>& parts);
   const BlockedCall* drainingSync(const DeviceState& device, uint64_t g0, uint64_t g1,
                                   const DeviceActivityEvent& next, const QueuingCall* next_call) const;
   static bool waitedFor(const BlockedCall& call, uint64_t stream, uint64_t correlation_id, uint64_t queued_ns);
@@ -174,6 +195,20 @@ class DeviceIdleStage final : public AnalysisStage {
   // Per device state, for horizon() on every call without walking the map.
   std::vector<const DeviceState*> device_list_;
   mutable std::vector<Edge> edges_;  // splitByThread's scratch, kept to avoid an allocation per gap
+  // Per thread, its host ranges in start order (pruned like thread_calls_): the outermost ops in
+  // one queue, annotations and input ranges (few, but some span a whole step or run, which would
+  // hold every op behind them) in another.
+  FlatU64Map<RingQueue<HostSpan>> thread_ops_;
+  FlatU64Map<RingQueue<HostSpan>> thread_ranges_;
+  bool host_ranges_seen_ = false;  // the recording holds host ranges: no op around = outside any op
+  const StringTable* strings_ = nullptr;
+  struct HostEdge {
+    uint64_t t;
+    uint32_t span;  // index in host_spans_
+    int delta;
+  };
+  std::vector<HostEdge> host_edges_;          // splitHost's scratch
+  std::vector<const HostSpan*> host_spans_;   // splitHost's scratch: the ranges overlapping [a, b)
   std::array<uint64_t, kSyncPointKindCount> idle_after_sync_{};
   uint64_t now_ns_ = 0;  // the latest time released to this stage
   uint64_t events_since_prune_ = 0;

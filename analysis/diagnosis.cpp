@@ -49,6 +49,42 @@ uint64_t estimateHideable(const DeviceAnalysis& device, const ProcessAnalysis& p
   return std::min(device.after_sync_ns, static_cast<uint64_t>(hideable));
 }
 
+// The host_cpu time left after stalls and sync points (`rest`), by what the host was doing: each
+// part loses its own time in the stall gaps, and its share of `taken` (the sync finding's host
+// time) in proportion to its time in after-sync gaps that are not stalls. What rounding leaves
+// goes to unknown, so the parts sum to `rest` exactly.
+void explainHostParts(const DeviceAnalysis& device, uint64_t rest, uint64_t taken, uint64_t stall_limit, bool measured,
+                      IdleExplanation& out) {
+  constexpr std::size_t kUnknown = static_cast<std::size_t>(HostPart::kUnknown);
+  std::array<double, kHostPartCount> stall{}, after_sync{};
+  const double host = static_cast<double>(device.idle_by_cause_ns[kHostCpu]);
+  for (std::size_t p = 0; p < kHostPartCount; ++p) {
+    after_sync[p] = measured ? static_cast<double>(device.after_sync_host_by_part_ns[p])
+                             : static_cast<double>(device.after_sync_by_cause_ns[kHostCpu]) *
+                                   ratio(static_cast<double>(device.host_cpu_by_part_ns[p]), host);
+  }
+  for (const IdleGap& gap : device.longest_gaps) {
+    if (gapLength(gap) < stall_limit) continue;
+    for (std::size_t p = 0; p < kHostPartCount; ++p) {
+      stall[p] += static_cast<double>(gap.host_by_part_ns[p]);
+      if (gap.after_sync) after_sync[p] = std::max(0.0, after_sync[p] - static_cast<double>(gap.host_by_part_ns[p]));
+    }
+  }
+  double after_sync_total = 0;
+  for (double v : after_sync) after_sync_total += v;
+  uint64_t given = 0;
+  for (std::size_t p = 0; p < kHostPartCount; ++p) {
+    if (p == kUnknown) continue;
+    const double own = std::max(0.0, static_cast<double>(device.host_cpu_by_part_ns[p]) - stall[p]);
+    const double part_taken = static_cast<double>(taken) * ratio(after_sync[p], after_sync_total);
+    const uint64_t left = static_cast<uint64_t>(std::llround(std::max(0.0, own - part_taken)));
+    const uint64_t kept = std::min(left, rest - given);
+    out.host_part_ns[p] += kept;
+    given += kept;
+  }
+  out.host_part_ns[kUnknown] += rest - given;
+}
+
 void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process, const DiagnosisThresholds& t,
                    IdleExplanation& out) {
   const uint64_t window = device.window_end_ns - device.window_start_ns;
@@ -106,7 +142,8 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
 
   out.warmup_ns += stall[kHostCpu] + stall[kCudaApi];
   out.sync_points_ns += taken[kHostCpu] + taken[kLaunch] + taken[kCudaApi];
-  out.data_pipeline_ns += minusClamped(cause[kHostCpu], stall[kHostCpu] + taken[kHostCpu]);
+  explainHostParts(device, minusClamped(cause[kHostCpu], stall[kHostCpu] + taken[kHostCpu]), taken[kHostCpu], limit,
+                   measured, out);
   out.launch_overhead_ns += minusClamped(cause[kLaunch], taken[kLaunch]);
   out.cuda_api_ns += minusClamped(cause[kCudaApi], stall[kCudaApi] + taken[kCudaApi]);
   out.pageable_copies_ns += cause[kSyncCopy];
@@ -118,7 +155,10 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
 
 
 uint64_t IdleExplanation::explainedNs(const std::string& id) const {
-  if (id == kFindingDataPipeline) return data_pipeline_ns;
+  if (id == kFindingInputPipeline) return host_part_ns[static_cast<std::size_t>(HostPart::kInputPipeline)];
+  if (id == kFindingFrameworkOverhead) return host_part_ns[static_cast<std::size_t>(HostPart::kFramework)];
+  if (id == kFindingHostOther) return host_part_ns[static_cast<std::size_t>(HostPart::kOther)];
+  if (id == kFindingHostUnknown) return host_part_ns[static_cast<std::size_t>(HostPart::kUnknown)];
   if (id == kFindingPageableCopies) return pageable_copies_ns;
   if (id == kFindingLaunchOverhead) return launch_overhead_ns;
   if (id == kFindingSyncPoints) return sync_points_ns;
@@ -154,7 +194,9 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
   };
 
   std::vector<Finding> found;
-  if (passes(x.data_pipeline_ns)) found.push_back(findings::dataPipeline(process, x, options));
+  for (HostPart part : {HostPart::kInputPipeline, HostPart::kFramework, HostPart::kOther, HostPart::kUnknown}) {
+    if (passes(x.host_part_ns[static_cast<std::size_t>(part)])) found.push_back(findings::hostPart(process, x, options, part));
+  }
   if (passes(x.pageable_copies_ns)) found.push_back(findings::pageableCopies(process, x));
   if (passes(x.launch_overhead_ns)) found.push_back(findings::launchOverhead(process, x, options));
   if (passes(x.sync_points_ns)) found.push_back(findings::syncPoints(process, x));
@@ -280,8 +322,19 @@ std::string verdict(const ProcessAnalysis& process) {
   return text + "; no cause of idle time passes its threshold, but see the notes";
 }
 
+std::string hostPartOfFinding(const std::string& id) {
+  if (id == kFindingInputPipeline) return hostPartName(HostPart::kInputPipeline);
+  if (id == kFindingFrameworkOverhead) return hostPartName(HostPart::kFramework);
+  if (id == kFindingHostOther) return hostPartName(HostPart::kOther);
+  if (id == kFindingHostUnknown) return hostPartName(HostPart::kUnknown);
+  return "";
+}
+
 std::string causeOfFinding(const std::string& id) {
-  if (id == kFindingDataPipeline || id == kFindingWarmup) return idleCauseName(IdleCause::kHostCpu);
+  if (id == kFindingInputPipeline || id == kFindingFrameworkOverhead || id == kFindingHostOther ||
+      id == kFindingHostUnknown || id == kFindingWarmup) {
+    return idleCauseName(IdleCause::kHostCpu);
+  }
   if (id == kFindingPageableCopies) return idleCauseName(IdleCause::kSyncCopy);
   if (id == kFindingLaunchOverhead) return idleCauseName(IdleCause::kLaunchOverhead);
   if (id == kFindingNccl) return idleCauseName(IdleCause::kNcclHost);

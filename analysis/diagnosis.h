@@ -13,7 +13,10 @@
 //                      to the time the draining call blocked, taken from the host_cpu and
 //                      launch_overhead time of after-sync gaps (time inside a CUDA call is
 //                      that call's finding's);
-//   - data_pipeline:   the rest of host_cpu;
+//   - input_pipeline, framework_overhead, host_other, host_unknown: the rest of host_cpu, by what
+//                      the host was doing (HostPart): inside data loading, inside framework ops,
+//                      outside any op, or not known (no host events); stall and sync time taken
+//                      from each part in proportion to that part's time in those gaps;
 //   - launch_overhead: the rest of launch_overhead;
 //   - cuda_api:        the rest of cuda_api;
 //   - pageable_copies: sync_copy;       - nccl: nccl_host;       - dependency: dependency.
@@ -27,6 +30,7 @@
 
 #include "analysis/analysis_result.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,7 +38,10 @@
 namespace gapwatch::analysis {
 
 // Finding ids (Finding::id): stable, scripts match on them (docs/report-json.md).
-inline constexpr const char* kFindingDataPipeline = "data_pipeline";
+inline constexpr const char* kFindingInputPipeline = "input_pipeline";
+inline constexpr const char* kFindingFrameworkOverhead = "framework_overhead";
+inline constexpr const char* kFindingHostOther = "host_other";
+inline constexpr const char* kFindingHostUnknown = "host_unknown";
 inline constexpr const char* kFindingPageableCopies = "pageable_copies";
 inline constexpr const char* kFindingLaunchOverhead = "launch_overhead";
 inline constexpr const char* kFindingSyncPoints = "sync_points";
@@ -70,7 +77,10 @@ struct IdleExplanation {
   uint64_t window_ns = 0;  // over the process's devices
   uint64_t idle_ns = 0;
   uint64_t leading_ns = 0;  // the earliest device's start-up
-  uint64_t data_pipeline_ns = 0, pageable_copies_ns = 0, launch_overhead_ns = 0, sync_points_ns = 0;
+  // The host_cpu time left after stalls and sync points, by HostPart: input_pipeline_ns,
+  // framework_ns, host_other_ns, host_unknown_ns.
+  std::array<uint64_t, kHostPartCount> host_part_ns{};
+  uint64_t pageable_copies_ns = 0, launch_overhead_ns = 0, sync_points_ns = 0;
   uint64_t nccl_ns = 0, warmup_ns = 0, cuda_api_ns = 0, dependency_ns = 0;
   // The inputs behind the split.
   uint64_t after_sync_ns = 0;
@@ -101,7 +111,10 @@ void diagnoseReport(AnalysisReport& report, const DiagnosisThresholds& threshold
 std::string verdict(const ProcessAnalysis& process);
 
 // The idle causes each finding id stands for (for comparing with ground truth): "host_cpu" for
-// data_pipeline and warmup, "after_sync" for sync_points, "" for straggler.
+// the four host findings and warmup, "after_sync" for sync_points, "" for straggler.
 std::string causeOfFinding(const std::string& finding_id);
+// The part of host_cpu time a host finding stands for ("input_pipeline", "framework", "other",
+// "unknown"); "" for the others.
+std::string hostPartOfFinding(const std::string& finding_id);
 
 }  // namespace gapwatch::analysis

@@ -96,31 +96,139 @@ void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_id
 
 }  // namespace
 
-Finding dataPipeline(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o) {
+namespace {
+
+// The process's host_cpu time by part (the engine's split, before stalls and syncs take theirs),
+// and each part's names, over its devices.
+struct HostSplit {
+  std::array<uint64_t, kHostPartCount> ns{};
+  std::array<std::vector<HostLabel>, kHostPartCount> labels;
+  uint64_t unknown_in_long_gaps_ns = 0;
+};
+
+HostSplit hostSplit(const ProcessAnalysis& p, std::size_t top_n) {
+  HostSplit out;
+  for (const DeviceAnalysis& d : p.devices) {
+    out.unknown_in_long_gaps_ns += d.unknown_host_in_long_gaps_ns;
+    for (std::size_t part = 0; part < kHostPartCount; ++part) {
+      out.ns[part] += d.host_cpu_by_part_ns[part];
+      for (const HostLabel& l : d.host_part_labels[part]) {
+        auto it = std::find_if(out.labels[part].begin(), out.labels[part].end(),
+                               [&](const HostLabel& seen) { return seen.name == l.name; });
+        if (it == out.labels[part].end()) out.labels[part].push_back(l);
+        else it->ns += l.ns;
+      }
+    }
+  }
+  for (auto& labels : out.labels) {
+    std::sort(labels.begin(), labels.end(),
+              [](const HostLabel& a, const HostLabel& b) { return a.ns != b.ns ? a.ns > b.ns : a.name < b.name; });
+    if (labels.size() > top_n) labels.resize(top_n);
+  }
+  return out;
+}
+
+// "aten::conv2d 506.7 ms, aten::mul 28.5 ms, (no annotation) 7.3 ms".
+std::string labelsText(const std::vector<HostLabel>& labels, const char* unnamed) {
+  std::string text;
+  for (const HostLabel& l : labels) {
+    if (!text.empty()) text += ", ";
+    text += (l.name.empty() ? std::string(unnamed) : l.name) + " " + formatDuration(l.ns);
+  }
+  return text;
+}
+
+const char* hostPartFindingId(HostPart part) {
+  switch (part) {
+    case HostPart::kInputPipeline:
+      return kFindingInputPipeline;
+    case HostPart::kFramework:
+      return kFindingFrameworkOverhead;
+    case HostPart::kOther:
+      return kFindingHostOther;
+    case HostPart::kUnknown:
+      return kFindingHostUnknown;
+  }
+  return kFindingHostUnknown;
+}
+
+const char* hostPartTitle(HostPart part) {
+  switch (part) {
+    case HostPart::kInputPipeline:
+      return "waiting on the input pipeline (the host inside data loading)";
+    case HostPart::kFramework:
+      return "in framework overhead (the host inside PyTorch ops between kernels)";
+    case HostPart::kOther:
+      return "in host work outside any PyTorch op (Python between ops, per-step work)";
+    case HostPart::kUnknown:
+      return "in host work outside CUDA calls, of unknown kind (no host events)";
+  }
+  return "";
+}
+
+}  // namespace
+
+Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o, HostPart part) {
   const auto causes = summarizeProcess(p).idle_by_cause_ns;
-  FindingBuilder f(kFindingDataPipeline, "waiting on the data pipeline (host CPU)", x.data_pipeline_ns, x);
-  f.evidence("host CPU idle", shareOfIdle(causes[kHostCpu], x) + ", the launching thread outside any CUDA call for " +
-                                  formatDuration(o.launch_threshold_ns) + " or longer");
+  const std::size_t index = static_cast<std::size_t>(part);
+  const HostSplit split = hostSplit(p, o.top_n);
+  const uint64_t explained = x.host_part_ns[index];
+  FindingBuilder f(hostPartFindingId(part), hostPartTitle(part), explained, x);
+  f.evidence("host time between kernels", shareOfIdle(causes[kHostCpu], x) + ", the launching thread outside any CUDA call for " +
+                                              formatDuration(o.launch_threshold_ns) + " or longer");
   f.number("host_cpu_idle_ns", static_cast<double>(causes[kHostCpu]));
-  const uint64_t elsewhere = causes[kHostCpu] - std::min(causes[kHostCpu], x.data_pipeline_ns);
-  if (elsewhere * 100 >= causes[kHostCpu]) {  // worth a line from 1 % of it on
+  std::string parts;
+  for (std::size_t q = 0; q < kHostPartCount; ++q) {
+    if (!parts.empty()) parts += ", ";
+    parts += std::string(hostPartName(static_cast<HostPart>(q))) + " " + formatDuration(split.ns[q]);
+    f.number(std::string("host_") + hostPartName(static_cast<HostPart>(q)) + "_ns", static_cast<double>(split.ns[q]));
+  }
+  f.evidence("what the host was doing", parts);
+  const uint64_t elsewhere = split.ns[index] - std::min(split.ns[index], explained);
+  if (elsewhere * 100 >= split.ns[index] && elsewhere > 0) {  // worth a line from 1 % of it on
     f.evidence("explained elsewhere", formatDuration(elsewhere) + " of it by stalls or sync points (their findings)");
   }
-  const GapHistogram::Bucket long_gaps = gapsInBuckets(p, kFirstLongBucket, GapHistogram::kBucketCount);
-  if (long_gaps.count > 0) {
-    std::string text = formatCount(long_gaps.count) + ", " + formatDuration(long_gaps.total_ns) + " in all";
-    if (p.devices.size() == 1) {
-      const std::size_t median = medianBucket(p.devices.front().gaps, kFirstLongBucket);
-      if (median < GapHistogram::kBucketCount) text += ", typical " + bucketRangeText(median);
+  switch (part) {
+    case HostPart::kInputPipeline:
+      f.evidence("data loading", labelsText(split.labels[index], "(unnamed)") +
+                                     ": the host inside these ranges when the device went idle");
+      f.fix("Have batches ready before the GPU needs them: DataLoader(num_workers=N, persistent_workers=True, "
+            "prefetch_factor=2 or more, pin_memory=True); preprocess or tokenize offline; move decoding and "
+            "augmentation out of the training process or onto the GPU.");
+      break;
+    case HostPart::kFramework:
+      f.evidence("ops the host was in", labelsText(split.labels[index], "(unnamed)") + " (outermost op of each moment)");
+      f.fix("Give each op more work, or dispatch fewer ops: a larger batch; torch.compile (fuses ops; "
+            "mode=\"reduce-overhead\" also replays the step as a CUDA graph); CUDA graphs for a static step; "
+            "fused or foreach optimizers (fused=True); check the ops above for ones that run on the CPU.");
+      break;
+    case HostPart::kOther:
+      f.evidence("where, by annotation", labelsText(split.labels[index], "(no annotation)") +
+                                             " (innermost annotation around the host)");
+      f.fix("Find what Python runs between the ops: per-step logging, metrics, checkpointing, evaluation and "
+            "model code outside ops. Do per-step bookkeeping every N steps or off the training thread; "
+            "torch.compile removes Python between ops of the model. A trace written with with_stack=True "
+            "names the Python lines.");
+      break;
+    case HostPart::kUnknown: {
+      const uint64_t unknown = split.ns[index];
+      f.evidence("why unknown", formatDuration(unknown) + " with no host event around it: " +
+                                    (p.source.kineto_trace
+                                         ? "the trace holds no cpu_op or user_annotation events for this time"
+                                         : "the recording holds no host events (ops, annotations, Python stacks)"));
+      const double long_share = ratio(static_cast<double>(split.unknown_in_long_gaps_ns), static_cast<double>(unknown));
+      f.evidence("shape (a hint, not a cause)",
+                 formatPercent(long_share) + " of it in gaps of 1 ms or more, as per-step host work (data loading, "
+                 "logging, evaluation) makes; " + formatPercent(1.0 - long_share) +
+                 " in shorter gaps, as op dispatch between kernels makes");
+      f.number("unknown_in_long_gaps_ns", static_cast<double>(split.unknown_in_long_gaps_ns));
+      f.fix("To tell what it is: profile a few steps with torch.profiler (with_stack=True names the Python "
+            "lines) and run gapwatch report on the trace: it splits this time into data loading, framework ops "
+            "and other host work, each with its fix.");
+      break;
     }
-    f.evidence("gaps of 1 ms or more", text);
-    f.number("long_gaps", static_cast<double>(long_gaps.count));
-    f.number("long_gaps_ns", static_cast<double>(long_gaps.total_ns));
   }
   addStepEvidence(f, p);
-  f.fix("Have batches ready before the GPU needs them: pre-tokenize / preprocess offline; "
-        "DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=2 or more, pin_memory=True); "
-        "keep per-step Python work (logging, metrics) off the training thread.");
   return f.take();
 }
 

@@ -9,7 +9,9 @@
 
 namespace gapwatch::analysis::findings {
 
-Finding dataPipeline(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o);
+// The host_cpu time of one HostPart that is neither a stall nor a sync point's: input_pipeline,
+// framework_overhead, host_other or host_unknown.
+Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o, HostPart part);
 Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x);
 Finding launchOverhead(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o);
 Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x);

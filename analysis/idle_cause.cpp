@@ -22,4 +22,18 @@ const char* idleCauseName(IdleCause cause) {
   return "?";
 }
 
+const char* hostPartName(HostPart part) {
+  switch (part) {
+    case HostPart::kInputPipeline:
+      return "input_pipeline";
+    case HostPart::kFramework:
+      return "framework";
+    case HostPart::kOther:
+      return "other";
+    case HostPart::kUnknown:
+      return "unknown";
+  }
+  return "?";
+}
+
 }  // namespace gapwatch::analysis

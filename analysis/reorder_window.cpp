@@ -9,9 +9,10 @@ namespace gapwatch::analysis {
 namespace {
 
 constexpr uint8_t kRankMarker = 0;
-constexpr uint8_t kRankNccl = 1;
-constexpr uint8_t kRankApi = 2;
-constexpr uint8_t kRankActivity = 3;
+constexpr uint8_t kRankHostRange = 1;
+constexpr uint8_t kRankNccl = 2;
+constexpr uint8_t kRankApi = 3;
+constexpr uint8_t kRankActivity = 4;
 
 // How far ahead of a run's head its slots are prefetched: a few events' processing time.
 constexpr uint32_t kPrefetchSlots = 8;
@@ -40,6 +41,10 @@ ReorderWindow::OrderKey ReorderWindow::keyOf(const NcclCallEvent& call) {
 
 ReorderWindow::OrderKey ReorderWindow::keyOf(const MarkerEvent& marker) { return {marker.time_ns, kRankMarker, 0}; }
 
+ReorderWindow::OrderKey ReorderWindow::keyOf(const HostRangeEvent& range) {
+  return {range.start_ns, kRankHostRange, UINT64_MAX - range.end_ns};
+}
+
 namespace {
 
 // Writes an event into a slot (the union member matching its type).
@@ -51,6 +56,8 @@ template <typename Slot>
 void store(Slot& slot, const NcclCallEvent& call) { slot.event.nccl = call; }
 template <typename Slot>
 void store(Slot& slot, const MarkerEvent& marker) { slot.event.marker = marker; }
+template <typename Slot>
+void store(Slot& slot, const HostRangeEvent& range) { slot.event.host = range; }
 
 }  // namespace
 
@@ -130,6 +137,7 @@ bool ReorderWindow::push(const ApiCallEvent& call) { return hold(call, Type::kAp
 bool ReorderWindow::push(const DeviceActivityEvent& activity) { return hold(activity, Type::kActivity); }
 bool ReorderWindow::push(const NcclCallEvent& call) { return hold(call, Type::kNcclCall); }
 bool ReorderWindow::push(const MarkerEvent& marker) { return hold(marker, Type::kMarker); }
+bool ReorderWindow::push(const HostRangeEvent& range) { return hold(range, Type::kHostRange); }
 
 ReorderWindow::Chunk* ReorderWindow::takeChunk() {
   if (Chunk* chunk = free_chunks_) {
@@ -229,6 +237,7 @@ void ReorderWindow::deliver(const Slot& slot) {
     case Type::kActivity: return out_.onActivity(slot.event.activity);
     case Type::kNcclCall: return out_.onNcclCall(slot.event.nccl);
     case Type::kMarker: return out_.onMarker(slot.event.marker);
+    case Type::kHostRange: return out_.onHostRange(slot.event.host);
   }
 }
 

@@ -4,8 +4,8 @@
 // device records over in buffers, up to about half a second after the calls of the same time. The
 // window holds every event until no earlier one can still come (the newest time seen has moved
 // `window_ns` past it), then releases them merged in time order to a TimeOrderedConsumer:
-//   - by time: a call or an activity by its start, a marker by its time;
-//   - at the same nanosecond: markers, then NCCL calls, then API calls (the longer first, so an
+//   - by time: a call, a host range or an activity by its start, a marker by its time;
+//   - at the same nanosecond: markers, then host ranges (the longer first), then NCCL calls, then API calls (the longer first, so an
 //     outer call comes before a call nested in it), then device activities (lowest correlation id
 //     first: on a tie the work queued first ends the gap);
 //   - otherwise in arrival order.
@@ -48,6 +48,7 @@ class ReorderWindow {
   bool push(const DeviceActivityEvent& activity);
   bool push(const NcclCallEvent& call);
   bool push(const MarkerEvent& marker);
+  bool push(const HostRangeEvent& range);
 
   // End of the stream: releases everything still held.
   void flush();
@@ -60,15 +61,15 @@ class ReorderWindow {
   // Where an event goes in the merged order; `sequence` keeps arrival order among equals.
   struct OrderKey {
     uint64_t time_ns = 0;
-    uint8_t rank = 0;  // marker, NCCL call, API call, activity
-    uint64_t tie = 0;  // calls: UINT64_MAX - end (longer first); activities: correlation id
+    uint8_t rank = 0;  // marker, host range, NCCL call, API call, activity
+    uint64_t tie = 0;  // calls, host ranges: UINT64_MAX - end (longer first); activities: correlation id
     bool operator<(const OrderKey& other) const {
       if (time_ns != other.time_ns) return time_ns < other.time_ns;
       if (rank != other.rank) return rank < other.rank;
       return tie < other.tie;
     }
   };
-  enum class Type : uint8_t { kApiCall, kActivity, kNcclCall, kMarker };
+  enum class Type : uint8_t { kApiCall, kActivity, kNcclCall, kMarker, kHostRange };
   // One held event, 112 bytes: memory traffic is most of the window's cost, as an event is read
   // back a whole window after it was written. The event types are plain values, so a tagged union
   // holds any of them without a std::variant's per-copy dispatch. The order key is kept (working
@@ -77,21 +78,22 @@ class ReorderWindow {
   struct Slot {
     uint64_t time_ns = 0;
     uint64_t tie = 0;
-    uint64_t tagged = 0;  // sequence << 4 | rank << 2 | type
+    uint64_t tagged = 0;  // sequence << 6 | rank << 3 | type
     union Payload {
       Payload() : marker() {}
       ApiCallEvent api;
       DeviceActivityEvent activity;
       NcclCallEvent nccl;
       MarkerEvent marker;
+      HostRangeEvent host;
     } event;
-    uint64_t sequence() const { return tagged >> 4; }
-    Type type() const { return static_cast<Type>(tagged & 3); }
-    OrderKey key() const { return {time_ns, static_cast<uint8_t>((tagged >> 2) & 3), tie}; }
+    uint64_t sequence() const { return tagged >> 6; }
+    Type type() const { return static_cast<Type>(tagged & 7); }
+    OrderKey key() const { return {time_ns, static_cast<uint8_t>((tagged >> 3) & 7), tie}; }
     void setKey(const OrderKey& key, uint64_t sequence, Type type) {
       time_ns = key.time_ns;
       tie = key.tie;
-      tagged = sequence << 4 | static_cast<uint64_t>(key.rank) << 2 | static_cast<uint64_t>(type);
+      tagged = sequence << 6 | static_cast<uint64_t>(key.rank) << 3 | static_cast<uint64_t>(type);
     }
   };
   static constexpr std::size_t kChunkSlots = 64;
@@ -133,6 +135,7 @@ class ReorderWindow {
   static OrderKey keyOf(const DeviceActivityEvent& activity);
   static OrderKey keyOf(const NcclCallEvent& call);
   static OrderKey keyOf(const MarkerEvent& marker);
+  static OrderKey keyOf(const HostRangeEvent& range);
   static bool spilledLater(const Slot& a, const Slot& b) {  // std heap order: earliest on top
     if (b.key() < a.key()) return true;
     if (a.key() < b.key()) return false;

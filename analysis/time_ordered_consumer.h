@@ -25,6 +25,8 @@ class TimeOrderedConsumer {
   virtual void onActivity(const DeviceActivityEvent&) {}
   virtual void onNcclCall(const NcclCallEvent&) {}
   virtual void onMarker(const MarkerEvent&) {}
+  // What a host thread was doing (ops, data loading, annotations): a trace's CPU side.
+  virtual void onHostRange(const HostRangeEvent&) {}
   // The string table as it stands (names resolve once their definition has arrived).
   virtual void setStrings(const StringTable*) {}
   // No more events: close open intervals.

@@ -109,6 +109,15 @@ v1::EventBatch encodeEventBatch(const DecodedBatch& in) {
     m->set_name_id(e.name_id);
     m->set_step(e.step);
   }
+  DeltaWriter host(in.base_time_ns);
+  for (const HostRangeEvent& e : in.host_ranges) {
+    v1::HostRange* r = out.add_host_ranges();
+    r->set_kind(e.kind);
+    r->set_thread_id(host.thread(e.thread_id));
+    r->set_start_delta_ns(host.timeDelta(e.start_ns));
+    r->set_duration_ns(e.end_ns - e.start_ns);
+    r->set_name_id(e.name_id);
+  }
   for (const DropCount& d : in.drops) {
     v1::DropCounter* c = out.add_drops();
     c->set_source(d.source);

@@ -86,6 +86,18 @@ struct MarkerEvent {
   bool operator==(const MarkerEvent&) const = default;
 };
 
+// A span of host work on one thread (gapwatch.v1.HostRange): an op, a data-loading range, an
+// annotation. The evidence that splits host time between kernels.
+struct HostRangeEvent {
+  v1::HostRangeKind kind = v1::HOST_RANGE_KIND_UNSPECIFIED;
+  uint32_t thread_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t name_id = 0;
+
+  bool operator==(const HostRangeEvent&) const = default;
+};
+
 // A cumulative drop total, as sent in EventBatch.drops and Goodbye.drops.
 struct DropCount {
   v1::DropSource source = v1::DROP_SOURCE_UNSPECIFIED;

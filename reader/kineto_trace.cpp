@@ -3,6 +3,7 @@
 
 #include "reader/gzip_source.h"
 #include "reader/kineto_call_sites.h"
+#include "reader/kineto_host_ranges.h"
 #include "reader/json_splitter.h"
 
 #include <simdjson.h>
@@ -335,13 +336,8 @@ bool plainlyUnused(std::string_view e) {
   if (ph != "X") return !isWanted(ph, Category::kSkip);
   if (!take(",") || !take("\"cat\"") || !take(":") || !value(64, cat)) return false;
   const Category category = categoryOf(cat);
-  if (category == Category::kCpuOp) {
-    // Of the cpu_ops (most of a trace) only record_param_comms is used: told by the name, which
-    // Kineto writes third.
-    std::string_view name;
-    if (!take(",") || !take("\"name\"") || !take(":") || !value(1024, name)) return false;
-    return name != "record_param_comms";
-  }
+  // Every cpu_op is used (host ranges: kineto_host_ranges.h); parseEvent stops before their args
+  // unless the op is record_param_comms.
   return !isWanted(ph, category);
 }
 
@@ -540,7 +536,11 @@ std::optional<std::string> parseEvent(od::object event, uint64_t index, RawEvent
       GW_TRY(parseArgs(args, raw, index));
     }
     if (raw.has_ph && raw.has_cat && !isWanted(raw.ph, raw.category)) break;
-    if (raw.category == Category::kCpuOp && !raw.name.empty() && raw.name != "record_param_comms") break;
+    // A cpu_op's args (shapes, types: most of its bytes) are read only for record_param_comms.
+    if (raw.category == Category::kCpuOp && !raw.name.empty() && raw.name != "record_param_comms" && raw.ts.present &&
+        raw.dur.present && raw.has_tid) {
+      break;
+    }
   }
   return std::nullopt;
 }
@@ -746,6 +746,13 @@ class Feed {
     ++markers_;
     noteHeld();
   }
+  // Host ranges (ops, data loading, annotations): CPU-side, held like markers.
+  void hold(const HostRangeEvent& r) {
+    held_host_.push_back(r);
+    held_sorted_ = false;
+    last_ns_ = std::max(last_ns_, r.end_ns);
+    noteHeld();
+  }
   // A c10d NCCL range: CPU-side too, held like a marker.
   void hold(const NcclCallEvent& n) {
     held_nccl_.push_back(n);
@@ -763,7 +770,7 @@ class Feed {
     GW_TRY(flush());
     if (!hello_sent_) GW_TRY(sendHello(anyHeld() ? earliestHeld() : 0));
     sortHeld();
-    deliverHeld(held_.size(), held_nccl_.size());
+    deliverHeld(held_.size(), held_nccl_.size(), held_host_.size());
     if (!strings_.empty()) deliver(batch_);
     return std::nullopt;
   }
@@ -803,20 +810,24 @@ class Feed {
   void noteHeld() {
     result_.counts.max_held_events =
         std::max<uint64_t>(result_.counts.max_held_events, held_.size() + held_nccl_.size() + in_batch_);
+    result_.counts.max_held_host_ranges = std::max<uint64_t>(result_.counts.max_held_host_ranges, held_host_.size());
   }
   void sortHeld() {
     if (held_sorted_) return;
     std::stable_sort(held_.begin(), held_.end(), [](const MarkerEvent& a, const MarkerEvent& b) { return a.time_ns < b.time_ns; });
     std::stable_sort(held_nccl_.begin(), held_nccl_.end(),
                      [](const NcclCallEvent& a, const NcclCallEvent& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(held_host_.begin(), held_host_.end(),
+                     [](const HostRangeEvent& a, const HostRangeEvent& b) { return a.start_ns < b.start_ns; });
     held_sorted_ = true;
   }
-  bool anyHeld() const { return !held_.empty() || !held_nccl_.empty(); }
+  bool anyHeld() const { return !held_.empty() || !held_nccl_.empty() || !held_host_.empty(); }
   uint64_t earliestHeld() {
     sortHeld();
     uint64_t t = UINT64_MAX;
     if (!held_.empty()) t = held_.front().time_ns;
     if (!held_nccl_.empty()) t = std::min(t, held_nccl_.front().start_ns);
+    if (!held_host_.empty()) t = std::min(t, held_host_.front().start_ns);
     return t;
   }
   std::optional<std::string> flush() {
@@ -829,23 +840,41 @@ class Feed {
                                       [](uint64_t t, const MarkerEvent& m) { return t < m.time_ns; });
     const auto due_nccl = std::upper_bound(held_nccl_.begin(), held_nccl_.end(), batch_max_,
                                            [](uint64_t t, const NcclCallEvent& n) { return t < n.start_ns; });
-    deliverHeld(static_cast<std::size_t>(due - held_.begin()), static_cast<std::size_t>(due_nccl - held_nccl_.begin()));
+    const auto due_host = std::upper_bound(held_host_.begin(), held_host_.end(), batch_max_,
+                                           [](uint64_t t, const HostRangeEvent& r) { return t < r.start_ns; });
+    deliverHeld(static_cast<std::size_t>(due - held_.begin()), static_cast<std::size_t>(due_nccl - held_nccl_.begin()),
+                static_cast<std::size_t>(due_host - held_host_.begin()));
     batch_.base_time_ns = batch_min_;
     deliver(batch_);
     in_batch_ = 0;
     return std::nullopt;
   }
-  void deliverHeld(std::size_t markers, std::size_t nccl_calls) {
-    if (markers == 0 && nccl_calls == 0) return;
-    DecodedBatch held;
-    held.markers.assign(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(markers));
-    held.nccl_calls.assign(held_nccl_.begin(), held_nccl_.begin() + static_cast<std::ptrdiff_t>(nccl_calls));
-    held.base_time_ns = UINT64_MAX;
-    if (markers > 0) held.base_time_ns = held.markers.front().time_ns;
-    if (nccl_calls > 0) held.base_time_ns = std::min(held.base_time_ns, held.nccl_calls.front().start_ns);
+  // Hands over the first `markers`, `nccl_calls` and `host_ranges` held events, merged by time in
+  // batches of at most kBatchEvents, earliest first (a batch delivered after a later one could
+  // come later than the reorder window allows).
+  void deliverHeld(std::size_t markers, std::size_t nccl_calls, std::size_t host_ranges) {
+    std::size_t m = 0, n = 0, h = 0;
+    while (m < markers || n < nccl_calls || h < host_ranges) {
+      DecodedBatch held;
+      held.base_time_ns = UINT64_MAX;
+      for (std::size_t count = 0; count < kBatchEvents && (m < markers || n < nccl_calls || h < host_ranges); ++count) {
+        const uint64_t tm = m < markers ? held_[m].time_ns : UINT64_MAX;
+        const uint64_t tn = n < nccl_calls ? held_nccl_[n].start_ns : UINT64_MAX;
+        const uint64_t th = h < host_ranges ? held_host_[h].start_ns : UINT64_MAX;
+        if (tm <= tn && tm <= th) {
+          held.markers.push_back(held_[m++]);
+        } else if (tn <= th) {
+          held.nccl_calls.push_back(held_nccl_[n++]);
+        } else {
+          held.host_ranges.push_back(held_host_[h++]);
+        }
+        held.base_time_ns = std::min(held.base_time_ns, std::min(tm, std::min(tn, th)));
+      }
+      deliver(held);
+    }
     held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(markers));
     held_nccl_.erase(held_nccl_.begin(), held_nccl_.begin() + static_cast<std::ptrdiff_t>(nccl_calls));
-    deliver(held);
+    held_host_.erase(held_host_.begin(), held_host_.begin() + static_cast<std::ptrdiff_t>(host_ranges));
   }
   void deliver(DecodedBatch& batch) {
     batch.sequence = sequence_++;
@@ -859,6 +888,7 @@ class Feed {
     batch.activities.clear();
     batch.markers.clear();
     batch.nccl_calls.clear();
+    batch.host_ranges.clear();
   }
   std::optional<std::string> sendHello(uint64_t first_ns) {
     if (before_hello_ != nullptr) GW_TRY(before_hello_(context_, first_ns));
@@ -896,7 +926,8 @@ class Feed {
   uint64_t batch_min_ = 0, batch_max_ = 0, last_ns_ = 0;
   std::vector<MarkerEvent> held_;
   std::vector<NcclCallEvent> held_nccl_;
-  bool held_sorted_ = true;  // both held lists
+  std::vector<HostRangeEvent> held_host_;
+  bool held_sorted_ = true;  // every held list
   std::vector<StringDefinition> strings_;
   std::shared_ptr<StringTable> table_;
   uint64_t sequence_ = 0;
@@ -1074,8 +1105,29 @@ class TraceReader {
     if (category == Category::kSkip) return std::nullopt;
     uint64_t step = 0;
     const bool is_step = category == Category::kUserAnnotation && profilerStep(raw.name, step);
-    if (category == Category::kUserAnnotation && !is_step && !ncclOpOfAnnotation(raw.name)) return std::nullopt;
-    if (category == Category::kCpuOp && raw.name != "record_param_comms") return std::nullopt;
+    // What the host was doing: every cpu_op, every other annotation, data-loading Python frames.
+    const bool nccl_range = category == Category::kUserAnnotation && !is_step && ncclOpOfAnnotation(raw.name);
+    v1::HostRangeKind host_kind = v1::HOST_RANGE_KIND_UNSPECIFIED;
+    if (category == Category::kCpuOp) {
+      host_kind = hostRangeKindOf(KinetoHostSource::kCpuOp, raw.name);
+    } else if (category == Category::kUserAnnotation && !is_step && !nccl_range) {
+      host_kind = hostRangeKindOf(KinetoHostSource::kUserAnnotation, raw.name);
+      if (host_kind == v1::HOST_RANGE_KIND_UNSPECIFIED) return std::nullopt;
+    } else if (category == Category::kPythonFunction) {
+      host_kind = hostRangeKindOf(KinetoHostSource::kPythonFunction, raw.name);
+    }
+    // An op or annotation is evidence only: one whose times cannot be read is left out (counted),
+    // not a reason to refuse the trace, as before gapwatch read them.
+    const bool evidence_only = (category == Category::kCpuOp && raw.name != "record_param_comms") ||
+                               (category == Category::kUserAnnotation && !is_step && !nccl_range);
+    if (evidence_only) {
+      uint64_t start = 0, length = 0;
+      if (!raw.ts.present || !raw.ts.is_number || !microsToNs(raw.ts.text, start) ||
+          (raw.dur.present && (!raw.dur.is_number || !microsToNs(raw.dur.text, length)))) {
+        ++result_.counts.host_ranges_unreadable;
+        return std::nullopt;
+      }
+    }
 
     if (!raw.ts.present) return at(index) + " (" + quoted(raw.cat) + ") has no ts";
     if (!raw.ts.is_number) return at(index, "ts") + " is not a number";
@@ -1172,15 +1224,23 @@ class TraceReader {
       }
       case Category::kPythonFunction:
         call_sites_.onPythonFunction(threadId(raw), ts, end, raw.name);
+        holdHostRange(host_kind, raw, ts, end);
         return std::nullopt;
       case Category::kCpuOp:
-        host_events_.onRecordParamComms(threadId(raw), ts, end, raw.comms);
-        cpu_side_pending_ = true;
+        if (raw.name == "record_param_comms") {
+          host_events_.onRecordParamComms(threadId(raw), ts, end, raw.comms);
+          cpu_side_pending_ = true;
+        }
+        holdHostRange(host_kind, raw, ts, end);
         return std::nullopt;
       case Category::kUserAnnotation: {
-        if (!is_step) {
+        if (nccl_range) {
           host_events_.onUserAnnotation(threadId(raw), ts, end, raw.name);
           cpu_side_pending_ = true;
+          return std::nullopt;
+        }
+        if (!is_step) {
+          holdHostRange(host_kind, raw, ts, end);
           return std::nullopt;
         }
         // CPU-side: the trace holds these first, long before the device work of their time.
@@ -1200,6 +1260,22 @@ class TraceReader {
       case Category::kSkip: break;
     }
     return std::nullopt;
+  }
+
+  void holdHostRange(v1::HostRangeKind kind, const RawEvent& raw, uint64_t start_ns, uint64_t end_ns) {
+    if (kind == v1::HOST_RANGE_KIND_UNSPECIFIED) return;
+    ranges_out_.clear();
+    const uint32_t thread = threadId(raw);
+    // The name is interned only for a range that is kept: most ops are nested in another.
+    if (!host_ranges_.add(kind, thread, start_ns, end_ns, 0, ranges_out_)) {
+      ++result_.counts.nested_ops;
+      return;
+    }
+    for (HostRangeEvent& r : ranges_out_) {
+      r.name_id = intern(v1::STRING_KIND_HOST_RANGE_NAME, host_range_names_, raw.name);
+      feed_.hold(r);
+      ++result_.counts.host_ranges;
+    }
   }
 
   // Before the Hello: the metadata it needs may come after traceEvents (nccl_rank-0 has
@@ -1248,6 +1324,9 @@ class TraceReader {
   KinetoHostEvents host_events_;
   KinetoCallSites call_sites_;
   NameTable call_site_names_;
+  KinetoHostRanges host_ranges_;
+  std::vector<HostRangeEvent> ranges_out_;  // what host_ranges_ kept of one event, reused
+  NameTable host_range_names_;
   std::vector<ApiCallEvent> calls_out_;  // calls handed on by host_events_, reused
   bool cpu_side_pending_ = false;        // c10d ranges given to host_events_ since the last take
   std::unordered_map<int64_t, uint32_t> threads_;

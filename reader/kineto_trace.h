@@ -25,8 +25,11 @@
 //                                      with the number of polls in bytes (kineto_host_events.h)
 //   python_function (with_stack)    -> the call site of each runtime call: the innermost Python
 //                                      range around it on its thread (kineto_call_sites.h)
+//   cpu_op, user_annotation (other  -> HostRangeEvent: what the host thread was doing, the
+//   than steps and nccl:*), data-      evidence that splits host time (kineto_host_ranges.h)
+//   loading python_function
 //   M thread_name                   -> thread names
-//   everything else (other cpu_ops, flows, gpu_user_annotation, instants) is skipped.
+//   everything else (flows, gpu_user_annotation, instants) is skipped.
 // Hello: source STREAM_SOURCE_KINETO_TRACE, clock CLOCK_DOMAIN_KINETO_US, the trace's schemaVersion
 // and traceName. Goodbye: exit reason UNSPECIFIED (the trace ends with the profiler's window).
 // Times: ts and dur are microseconds, parsed from their text as decimal fixed point to integer
@@ -101,6 +104,10 @@ struct KinetoCounts {
   uint64_t steps = 0;         // ProfilerStep#N annotations
   // What reading held (for tests: it must not grow with the trace).
   uint64_t max_held_events = 0;     // events held by the reader at once (held steps + one batch)
+  // Host ranges (kineto_host_ranges.h): kept, dropped as nested in an op, and held at most at once
+  // (these grow with the trace's CPU side: the outermost ops of each thread, 32 bytes each).
+  uint64_t host_ranges = 0, nested_ops = 0, max_held_host_ranges = 0;
+  uint64_t host_ranges_unreadable = 0;  // ops and annotations left out: no ts, or a ts or dur not a number
   uint64_t max_buffered_bytes = 0;  // the splitter's buffer at its largest
   int metadata_passes = 1;          // 2 when metadata after traceEvents needed a second pass
   KinetoHostCounts host;            // NCCL calls from c10d's ranges, merged polls (kineto_host_events.h)

@@ -219,10 +219,11 @@ static_assert(allSingularVarints(wire::ApiCall::kFields) && allSingularVarints(w
 static_assert(wire::ApiCall::kFieldCount == 17 && wire::DeviceActivity::kFieldCount == 13 &&
                   wire::NcclCall::kFieldCount == 14 && wire::Marker::kFieldCount == 5 &&
                   wire::DropCounter::kFieldCount == 3 && wire::StringDef::kFieldCount == 3 &&
-                  wire::EventBatch::kFieldCount == 9,
+                  wire::EventBatch::kFieldCount == 10,
               "a field was added to or removed from a batch message: update the fast path's switches");
-// EventBatch.activity_api_spans (a few per recording, with a string) is not read here: a batch that
-// carries one goes to libprotobuf, through the default case below.
+// EventBatch.activity_api_spans (a few per recording, with a string) and host_ranges (only in
+// recordings imported from a trace, in the batches of its CPU side) are not read here: a batch
+// that carries one goes to libprotobuf, through the default case below.
 static_assert(wire::ApiCall::kMaxFieldNumber < (1u << 11) && wire::EventBatch::kMaxFieldNumber < (1u << 11),
               "readTag reads tags of at most two bytes");
 static_assert(batch::kSequenceField.type == wire::FieldType::kUint64 &&
@@ -279,6 +280,7 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
   out.activities.clear();
   out.nccl_calls.clear();
   out.markers.clear();
+  out.host_ranges.clear();
   out.drops.clear();
   out.activity_api_spans.clear();
   uint64_t sequence = 0, base_time_ns = 0;
@@ -447,7 +449,9 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
         if (!readStringDef(field, field_end, end, out.strings.emplace_back())) return false;
         break;
       default:
-        return false;  // an unknown field, or a known one with another wire type
+        // An unknown field, or a known one with another wire type; host_ranges too (only traces
+        // carry them, in few batches).
+        return false;
     }
   }
   out.sequence = sequence;
@@ -603,6 +607,17 @@ void StreamDecoder::decodeBatch(const v1::EventBatch& in, uint64_t offset) {
     e.time_ns = marker.nextTime(m.time_delta_ns());
     e.name_id = m.name_id();
     e.step = m.step();
+  }
+
+  out.host_ranges.clear();
+  RunningValues host(in.base_time_ns());
+  for (const v1::HostRange& r : in.host_ranges()) {
+    HostRangeEvent& e = out.host_ranges.emplace_back();
+    e.kind = r.kind();
+    e.thread_id = host.nextThread(r.thread_id());
+    e.start_ns = host.nextTime(r.start_delta_ns());
+    e.end_ns = eventEnd(e.start_ns, r.duration_ns());
+    e.name_id = r.name_id();
   }
 
   out.drops.clear();

@@ -31,6 +31,7 @@ struct DecodedBatch {
   std::vector<DeviceActivityEvent> activities;
   std::vector<NcclCallEvent> nccl_calls;
   std::vector<MarkerEvent> markers;
+  std::vector<HostRangeEvent> host_ranges;
   std::vector<DropCount> drops;
   std::vector<ActivityApiSpan> activity_api_spans;
 };

@@ -139,6 +139,16 @@ void JsonDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
            {"time_ns", e.time_ns},
            {"step", e.step}});
   }
+  for (const HostRangeEvent& e : batch.host_ranges) {
+    print({{"type", "host_range"},
+           {"kind", enumLabel(e.kind)},
+           {"name", strings.display(v1::STRING_KIND_HOST_RANGE_NAME, e.name_id)},
+           {"name_id", e.name_id},
+           {"thread_id", e.thread_id},
+           {"thread_name", threadName(e.thread_id, strings)},
+           {"start_ns", e.start_ns},
+           {"end_ns", e.end_ns}});
+  }
   for (const DropCount& d : batch.drops) {
     json drop = dropJson(d.source, d.id, d.dropped);
     drop["type"] = "drop";

@@ -101,6 +101,8 @@ void TextDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
                      << " activities=" << batch.activities.size()
                      << " nccl_calls=" << batch.nccl_calls.size()
                      << " markers=" << batch.markers.size() << " drops=" << batch.drops.size()
+                     << (batch.host_ranges.empty() ? std::string()
+                                                   : " host_ranges=" + std::to_string(batch.host_ranges.size()))
                      << " offset=" << batch.frame_offset << '\n';
 
   for (const StringDefinition& s : batch.strings) {
@@ -163,6 +165,13 @@ void TextDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
                                            ? " step=" + std::to_string(e.step)
                                            : std::string())
                                    << '\n';
+  }
+
+  for (const HostRangeEvent& e : batch.host_ranges) {
+    startLine(e.start_ns, "host") << enumLabel(e.kind) << " tid=" << threadText(e.thread_id, strings)
+                                  << " dur=" << formatExactMicros(e.end_ns - e.start_ns)
+                                  << nameField("name", v1::STRING_KIND_HOST_RANGE_NAME, e.name_id, strings)
+                                  << '\n';
   }
 
   for (const DropCount& d : batch.drops) {

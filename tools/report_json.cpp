@@ -40,6 +40,26 @@ json causesJson(const std::array<uint64_t, analysis::kIdleCauseCount>& by_cause)
   return out;
 }
 
+json partsJson(const std::array<uint64_t, analysis::kHostPartCount>& by_part) {
+  json out = json::object();
+  for (std::size_t c = 0; c < analysis::kHostPartCount; ++c) {
+    out[analysis::hostPartName(static_cast<analysis::HostPart>(c))] = by_part[c];
+  }
+  return out;
+}
+
+json partLabelsJson(const std::array<std::vector<analysis::HostLabel>, analysis::kHostPartCount>& labels) {
+  json out = json::object();
+  for (std::size_t c = 0; c < analysis::kHostPartCount; ++c) {
+    json names = json::array();
+    for (const analysis::HostLabel& l : labels[c]) {
+      names.push_back({{"name", l.name.empty() ? json(nullptr) : json(l.name)}, {"ns", l.ns}});
+    }
+    out[analysis::hostPartName(static_cast<analysis::HostPart>(c))] = names;
+  }
+  return out;
+}
+
 json histogramJson(const GapHistogram& gaps) {
   json buckets = json::array();
   for (std::size_t b = 0; b < GapHistogram::kBucketCount; ++b) {
@@ -67,6 +87,7 @@ json findingJson(const analysis::Finding& f) {
   for (const auto& [key, value] : f.numbers) numbers[key] = numberJson(value);
   return {{"id", f.id},
           {"cause", analysis::causeOfFinding(f.id)},
+          {"host_part", analysis::hostPartOfFinding(f.id).empty() ? json(nullptr) : json(analysis::hostPartOfFinding(f.id))},
           {"title", f.title},
           {"idle_ns", f.idle_ns},
           {"idle_share", f.idle_share},
@@ -82,7 +103,8 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
                     {"end_ns", g.end_ns},
                     {"ns", g.end_ns - g.start_ns},
                     {"after_sync", g.after_sync},
-                    {"by_cause", causesJson(g.by_cause_ns)}});
+                    {"by_cause", causesJson(g.by_cause_ns)},
+                    {"host_cpu_by_part", partsJson(g.host_by_part_ns)}});
   }
   json streams = json::array();
   for (const analysis::StreamIdle& s : d.streams) {
@@ -103,11 +125,15 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
           {"memcpys", d.memcpys},
           {"memsets", d.memsets},
           {"idle_by_cause", causesJson(d.idle_by_cause_ns)},
+          {"host_cpu_by_part", partsJson(d.host_cpu_by_part_ns)},
+          {"host_cpu_names", partLabelsJson(d.host_part_labels)},
+          {"unknown_host_in_long_gaps_ns", d.unknown_host_in_long_gaps_ns},
           {"after_sync",
            {{"ns", d.after_sync_ns},
             {"gaps", d.after_sync_gaps},
             {"hideable_ns", d.after_sync_hideable_ns},
-            {"by_cause", causesJson(d.after_sync_by_cause_ns)}}},
+            {"by_cause", causesJson(d.after_sync_by_cause_ns)},
+            {"host_cpu_by_part", partsJson(d.after_sync_host_by_part_ns)}}},
           {"gap_count", d.gaps.count()},
           {"histogram", histogramJson(d.gaps)},
           {"longest_gaps", gaps},
@@ -237,6 +263,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
   }
   uint64_t window = 0, busy = 0, idle = 0, after_sync = 0, leading = 0;
   std::array<uint64_t, analysis::kIdleCauseCount> by_cause{};
+  std::array<uint64_t, analysis::kHostPartCount> by_part{};
   bool first = true;
   json devices = json::array();
   for (const DeviceAnalysis& d : p.devices) {
@@ -246,6 +273,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
     idle += d.idle_ns;
     after_sync += d.after_sync_ns;
     for (std::size_t c = 0; c < by_cause.size(); ++c) by_cause[c] += d.idle_by_cause_ns[c];
+    for (std::size_t c = 0; c < by_part.size(); ++c) by_part[c] += d.host_cpu_by_part_ns[c];
     leading = first ? d.leading_ns : std::min(leading, d.leading_ns);
     first = false;
   }
@@ -302,6 +330,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"idle_fraction", ratio(static_cast<double>(idle), static_cast<double>(window))},
           {"leading_ns", trace ? json(nullptr) : json(leading)},
           {"idle_by_cause", causesJson(by_cause)},
+          {"host_cpu_by_part", partsJson(by_part)},
           {"after_sync_ns", after_sync},
           {"findings", findings},
           {"notes", notes},

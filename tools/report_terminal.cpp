@@ -236,6 +236,16 @@ void printIdleByCause(const DeviceAnalysis& d, const TerminalStyle& style, std::
     out << "  " << std::left << std::setw(kName) << analysis::idleCauseName(static_cast<analysis::IdleCause>(c))
         << std::right << std::setw(kTime) << formatDuration(ns) << std::setw(kShare) << formatPercent(share)
         << barOf(share, style) << '\n';
+    if (c != static_cast<std::size_t>(analysis::IdleCause::kHostCpu)) continue;
+    // What the host was doing in that time, by the evidence (docs/analysis.md, "Host time").
+    for (std::size_t part = 0; part < analysis::kHostPartCount; ++part) {
+      const uint64_t part_ns = d.host_cpu_by_part_ns[part];
+      if (part_ns == 0) continue;
+      const double part_share = ratio(static_cast<double>(part_ns), static_cast<double>(d.idle_ns));
+      out << "    " << std::left << std::setw(kName - 2)
+          << analysis::hostPartName(static_cast<analysis::HostPart>(part)) << std::right << std::setw(kTime)
+          << formatDuration(part_ns) << std::setw(kShare) << formatPercent(part_share) << '\n';
+    }
   }
   if (d.after_sync_ns > 0) {
     out << "  " << std::left << std::setw(kName) << "after a sync" << std::right << std::setw(kTime)

@@ -32,6 +32,8 @@ ProcessAnalysis processWith(std::array<uint64_t, kIdleCauseCount> by_cause, uint
   d.window_end_ns = d.window_start_ns + kWindow;
   d.leading_ns = 5 * kMs;
   d.idle_by_cause_ns = by_cause;
+  // No host events: all host time is unknown (tests that need another split set it themselves).
+  d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] = by_cause[at(IdleCause::kHostCpu)];
   for (uint64_t ns : by_cause) d.idle_ns += ns;
   d.busy_ns = kWindow - d.idle_ns;
   d.idle_fraction = static_cast<double>(d.idle_ns) / kWindow;
@@ -118,7 +120,7 @@ TEST_CASE("each cause becomes a finding above the threshold and not below") {
   const struct {
     IdleCause cause;
     const char* finding;
-  } cases[] = {{IdleCause::kHostCpu, kFindingDataPipeline},     {IdleCause::kSyncCopy, kFindingPageableCopies},
+  } cases[] = {{IdleCause::kHostCpu, kFindingHostUnknown},     {IdleCause::kSyncCopy, kFindingPageableCopies},
                {IdleCause::kLaunchOverhead, kFindingLaunchOverhead}, {IdleCause::kNcclHost, kFindingNccl},
                {IdleCause::kCudaApi, kFindingCudaApi},           {IdleCause::kDependency, kFindingDependency}};
   for (const auto& c : cases) {
@@ -133,8 +135,8 @@ TEST_CASE("each cause becomes a finding above the threshold and not below") {
 }
 
 TEST_CASE("the threshold is a share of the window, at exactly 5 %") {
-  CHECK(hasFinding(diagnosed(processWith(only(IdleCause::kHostCpu, 5 * kMs))), kFindingDataPipeline));
-  CHECK_FALSE(hasFinding(diagnosed(processWith(only(IdleCause::kHostCpu, 5 * kMs - 1))), kFindingDataPipeline));
+  CHECK(hasFinding(diagnosed(processWith(only(IdleCause::kHostCpu, 5 * kMs))), kFindingHostUnknown));
+  CHECK_FALSE(hasFinding(diagnosed(processWith(only(IdleCause::kHostCpu, 5 * kMs - 1))), kFindingHostUnknown));
   DiagnosisThresholds strict;
   strict.min_window_share = 0.10;
   ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 6 * kMs));
@@ -148,9 +150,9 @@ TEST_CASE("findings are ranked by the idle time each explains, and the verdict n
   causes[at(IdleCause::kHostCpu)] = 50 * kMs;
   causes[at(IdleCause::kSyncCopy)] = 20 * kMs;
   ProcessAnalysis p = diagnosed(processWith(causes));
-  CHECK(ids(p) == std::vector<std::string>{kFindingDataPipeline, kFindingPageableCopies, kFindingLaunchOverhead});
+  CHECK(ids(p) == std::vector<std::string>{kFindingHostUnknown, kFindingPageableCopies, kFindingLaunchOverhead});
   CHECK(p.findings[0].idle_share == Approx(50.0 / 80.0));
-  CHECK(verdict(p) == "GPU idle 80.0% of the time; 63% of it waiting on the data pipeline (host CPU)");
+  CHECK(verdict(p) == "GPU idle 80.0% of the time; 63% of it in host work outside CUDA calls, of unknown kind (no host events)");
 }
 
 TEST_CASE("the findings' idle adds up to the device's idle, each nanosecond explained once") {
@@ -165,7 +167,7 @@ TEST_CASE("the findings' idle adds up to the device's idle, each nanosecond expl
   afterSync(p, IdleCause::kHostCpu, 20 * kMs, 12 * kMs, 40);
   afterSync(p, IdleCause::kLaunchOverhead, 4 * kMs, 4 * kMs, 40);
   const IdleExplanation x = explainIdle(p);
-  const uint64_t sum = x.data_pipeline_ns + x.pageable_copies_ns + x.launch_overhead_ns + x.sync_points_ns +
+  const uint64_t sum = x.host_part_ns[0] + x.host_part_ns[1] + x.host_part_ns[2] + x.host_part_ns[3] + x.pageable_copies_ns + x.launch_overhead_ns + x.sync_points_ns +
                        x.nccl_ns + x.warmup_ns + x.cuda_api_ns + x.dependency_ns;
   CHECK(x.idle_ns == 45 * kMs);
   CHECK(sum <= x.idle_ns);
@@ -187,15 +189,15 @@ TEST_CASE("syncs explain the idle the host could have hidden, not the whole afte
     CHECK(p.findings[0].id == kFindingSyncPoints);
     CHECK(p.findings[0].idle_ns == 23 * kMs);
     CHECK(number(p.findings[0], "after_sync_gaps") == 240);
-    CHECK_FALSE(hasFinding(p, kFindingDataPipeline));  // 3 ms of host_cpu left: under 5 %
+    CHECK_FALSE(hasFinding(p, kFindingHostUnknown));  // 3 ms of host_cpu left: under 5 %
     CHECK(causeOfFinding(kFindingSyncPoints) == "after_sync");
   }
-  SECTION("long host work after a short sync (data-bound): the data pipeline is the cause") {
+  SECTION("long host work after a short sync (data-bound): the host work is the cause") {
     ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 80 * kMs), 11);
     afterSync(p, IdleCause::kHostCpu, 80 * kMs, 15 * kMs, 11, SyncPointKind::kPageableAsyncCopy);
     diagnose(p, AnalysisOptions{});
-    CHECK(ids(p) == std::vector<std::string>{kFindingDataPipeline, kFindingSyncPoints});
-    CHECK(finding(p, kFindingDataPipeline).idle_ns == 65 * kMs);
+    CHECK(ids(p) == std::vector<std::string>{kFindingHostUnknown, kFindingSyncPoints});
+    CHECK(finding(p, kFindingHostUnknown).idle_ns == 65 * kMs);
     CHECK(finding(p, kFindingSyncPoints).idle_ns == 15 * kMs);
   }
   SECTION("a blocking copy after a sync stays the copies' finding") {
@@ -208,7 +210,7 @@ TEST_CASE("syncs explain the idle the host could have hidden, not the whole afte
     ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 30 * kMs), 11);
     afterSync(p, IdleCause::kHostCpu, 30 * kMs, 4 * kMs, 11);
     diagnose(p, AnalysisOptions{});
-    CHECK(ids(p) == std::vector<std::string>{kFindingDataPipeline});
+    CHECK(ids(p) == std::vector<std::string>{kFindingHostUnknown});
   }
   SECTION("without the engine's per-gap numbers the split is estimated from the histogram, and says so") {
     ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 24 * kMs), 240);  // 100 us gaps
@@ -269,7 +271,7 @@ TEST_CASE("mid-run stalls far longer than the typical long gap are compile / war
       s.longest_gaps.push_back(gap);
     }
     diagnose(same, AnalysisOptions{});
-    CHECK(ids(same) == std::vector<std::string>{kFindingDataPipeline});
+    CHECK(ids(same) == std::vector<std::string>{kFindingHostUnknown});
   }
 }
 
@@ -502,4 +504,56 @@ TEST_CASE("across ranks, the rank the others wait for is a finding above the thr
   report.rank_waits.clear();  // one rank, or no shared collective
   diagnoseReport(report);
   CHECK(report.findings.empty());
+}
+
+TEST_CASE("host time is split into findings by what the host was doing, each with its own time") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 80 * kMs), 20);
+  DeviceAnalysis& d = p.devices.front();
+  d.host_cpu_by_part_ns = {50 * kMs, 20 * kMs, 3 * kMs, 7 * kMs};
+  d.host_part_labels[0] = {{"enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 50 * kMs}};
+  d.host_part_labels[1] = {{"aten::copy_", 20 * kMs}};
+  diagnose(p, AnalysisOptions{});
+  // Each part over 5 % of the window is a finding of its own; other (3 ms) is not.
+  CHECK(ids(p) == std::vector<std::string>{kFindingInputPipeline, kFindingFrameworkOverhead, kFindingHostUnknown});
+  CHECK(finding(p, kFindingInputPipeline).idle_ns == 50 * kMs);
+  CHECK(finding(p, kFindingFrameworkOverhead).idle_ns == 20 * kMs);
+  CHECK(finding(p, kFindingHostUnknown).idle_ns == 7 * kMs);
+  CHECK(hostPartOfFinding(kFindingInputPipeline) == "input_pipeline");
+  CHECK(causeOfFinding(kFindingFrameworkOverhead) == "host_cpu");
+  // The evidence names the ranges the host was in.
+  bool named = false;
+  for (const auto& [name, value] : finding(p, kFindingInputPipeline).evidence) {
+    if (value.find("enumerate(DataLoader)") != std::string::npos) named = true;
+  }
+  CHECK(named);
+  CHECK(verdict(p).find("input pipeline") != std::string::npos);
+}
+
+TEST_CASE("host time without evidence is unknown: never the input pipeline's, with its shape as a hint") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 6);
+  p.devices.front().unknown_host_in_long_gaps_ns = 60 * kMs;
+  diagnose(p, AnalysisOptions{});
+  CHECK(ids(p) == std::vector<std::string>{kFindingHostUnknown});
+  CHECK_FALSE(hasFinding(p, kFindingInputPipeline));
+  CHECK(number(p.findings[0], "unknown_in_long_gaps_ns") == 60 * kMs);
+  CHECK(p.findings[0].fix.find("with_stack=True") != std::string::npos);
+}
+
+TEST_CASE("a stall takes its host time from the parts its own gap holds") {
+  // Ten 2 ms framework gaps (typical long gaps up to 2.05 ms: a stall is 16.4 ms or longer), and
+  // one 40 ms gap of data loading: the stall.
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 0);
+  DeviceAnalysis& d = p.devices.front();
+  for (int i = 0; i < 10; ++i) d.gaps.add(2 * kMs);
+  d.gaps.add(40 * kMs);
+  d.host_cpu_by_part_ns = {40 * kMs, 20 * kMs, 0, 0};
+  IdleGap stall;
+  stall.start_ns = d.window_start_ns + 10 * kMs;
+  stall.end_ns = stall.start_ns + 40 * kMs;
+  stall.by_cause_ns[at(IdleCause::kHostCpu)] = 40 * kMs;
+  stall.host_by_part_ns = {40 * kMs, 0, 0, 0};
+  d.longest_gaps = {stall};
+  const IdleExplanation x = explainIdle(p);
+  CHECK(x.warmup_ns == 40 * kMs);
+  CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{0, 20 * kMs, 0, 0});
 }

@@ -25,6 +25,7 @@ struct Collected : RecordingVisitor {
   std::vector<ApiCallEvent> calls;
   std::vector<DeviceActivityEvent> activities;
   std::vector<MarkerEvent> markers;
+  std::vector<HostRangeEvent> host_ranges;  // not in `times`: held and handed over like markers
   std::vector<uint64_t> times;  // every event's time, in the order handed over
   StringTable strings;
   int batches = 0;
@@ -35,6 +36,7 @@ struct Collected : RecordingVisitor {
     for (const StringDefinition& s : batch.strings) strings.define(s.kind, s.id, s.text);
     CHECK(table.size() == strings.size());
     for (const MarkerEvent& m : batch.markers) markers.push_back(m), times.push_back(m.time_ns);
+    for (const HostRangeEvent& h : batch.host_ranges) host_ranges.push_back(h);
     for (const ApiCallEvent& c : batch.api_calls) calls.push_back(c), times.push_back(c.start_ns);
     for (const DeviceActivityEvent& a : batch.activities) activities.push_back(a), times.push_back(a.start_ns);
   }
@@ -347,12 +349,44 @@ TEST_CASE("malformed traces are refused with one line", "[kineto]") {
 }
 
 TEST_CASE("skipped events are not checked", "[kineto]") {
-  // A cpu_op without ts, an instant with a string ts: the import does not use them.
+  // A cpu_op without ts (evidence only: left out, counted), an instant with a string ts (not used).
   Collected got;
   const KinetoReadResult r = readText(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add"},
       {"ph": "i", "name": "Iteration Start", "ts": "1"}, )" + kKernel + "]}", got);
   REQUIRE(r.read.ok());
   CHECK(got.activities.size() == 1);
+  CHECK(r.counts.host_ranges_unreadable == 1);
+}
+
+TEST_CASE("ops, annotations and data-loading ranges become host ranges; nested ops only their outermost", "[kineto]") {
+  Collected got;
+  const KinetoReadResult r = readText(R"({"traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 5, "ts": 0, "dur": 100},
+      {"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "pid": 1, "tid": 5, "ts": 1, "dur": 9},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 5, "ts": 20, "dur": 10, "args": {"Input Dims": [[2, 3]]}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 5, "ts": 21, "dur": 8},
+      {"ph": "X", "cat": "user_annotation", "name": "## metrics:publish ##", "pid": 1, "tid": 5, "ts": 40, "dur": 5},
+      {"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 1, "tid": 5, "ts": 50, "dur": 5},
+      {"ph": "X", "cat": "python_function", "name": "torch/utils/data/dataloader.py(631): __next__", "pid": 1, "tid": 5, "ts": 2, "dur": 7},
+      {"ph": "X", "cat": "python_function", "name": "train.py(12): step", "pid": 1, "tid": 5, "ts": 0, "dur": 90},
+      )" + kKernel + "]}", got);
+  REQUIRE(r.read.ok());
+  // The step is a marker and the nccl range an NCCL call; the nested aten::addmm and the frame
+  // that is not data loading are not sent.
+  REQUIRE(got.host_ranges.size() == 4);
+  std::vector<std::pair<v1::HostRangeKind, std::string>> kinds;
+  for (const HostRangeEvent& h : got.host_ranges) {
+    kinds.emplace_back(h.kind, got.strings.display(v1::STRING_KIND_HOST_RANGE_NAME, h.name_id));
+  }
+  std::sort(kinds.begin(), kinds.end());
+  CHECK(kinds[0] == std::make_pair(v1::HOST_RANGE_KIND_INPUT_PIPELINE,
+                                   std::string("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__")));
+  CHECK(kinds[1] == std::make_pair(v1::HOST_RANGE_KIND_INPUT_PIPELINE,
+                                   std::string("torch/utils/data/dataloader.py(631): __next__")));
+  CHECK(kinds[2] == std::make_pair(v1::HOST_RANGE_KIND_FRAMEWORK_OP, std::string("aten::linear")));
+  CHECK(kinds[3] == std::make_pair(v1::HOST_RANGE_KIND_ANNOTATION, std::string("## metrics:publish ##")));
+  CHECK(r.counts.nested_ops == 1);
+  CHECK(r.counts.host_ranges == 4);
 }
 
 

@@ -33,6 +33,9 @@ RunReport dataBoundContent() {
   d.idle_fraction = 0.8;
   d.kernels = 300;
   d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kHostCpu)] = 80 * kMs;
+  // The host was inside the DataLoader's range (a trace's host events said so).
+  d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kInputPipeline)] = 80 * kMs;
+  d.host_part_labels[0] = {{"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 80 * kMs}};
   for (int i = 0; i < 10; ++i) d.gaps.add(8 * kMs);
   IdleGap gap;
   gap.start_ns = 20 * kMs;
@@ -90,7 +93,7 @@ TEST_CASE("a process has its identity, totals, idle by cause, devices and the ot
   CHECK(p["window_ns"] == 100 * kMs);
   CHECK(p["idle_ns"] == 80 * kMs);
   CHECK(p["idle_fraction"] == Approx(0.8));
-  CHECK(p["verdict"] == "GPU idle 80.0% of the time; 100% of it waiting on the data pipeline (host CPU)");
+  CHECK(p["verdict"] == "GPU idle 80.0% of the time; 100% of it waiting on the input pipeline (the host inside data loading)");
   const json causes = p["idle_by_cause"];
   CHECK(causes.size() == 6);
   for (const char* cause : {"host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "dependency"}) {
@@ -124,7 +127,8 @@ TEST_CASE("a device has the full log2 histogram, the after-sync details and the 
 
 TEST_CASE("a finding has its id, cause, share, evidence as text and as numbers, and the fix") {
   const json f = cli::reportJson(dataBoundContent())["processes"][0]["findings"][0];
-  CHECK(f["id"] == "data_pipeline");
+  CHECK(f["id"] == "input_pipeline");
+  CHECK(f["host_part"] == "input_pipeline");
   CHECK(f["cause"] == "host_cpu");
   CHECK(f["idle_ns"] == 80 * kMs);
   CHECK(f["idle_share"] == Approx(1.0));

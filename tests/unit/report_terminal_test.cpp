@@ -32,6 +32,9 @@ RunReport contentWithOneProcess(bool device_timeline = true) {
     d.busy_ns = 20 * kMs;
     d.idle_fraction = 0.8;
     d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kHostCpu)] = 80 * kMs;
+    // The host was inside the DataLoader's range (a trace's host events said so).
+    d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kInputPipeline)] = 80 * kMs;
+    d.host_part_labels[0] = {{"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 80 * kMs}};
     for (int i = 0; i < 10; ++i) d.gaps.add(8 * kMs);
     p.devices.push_back(d);
   }
@@ -76,9 +79,9 @@ TEST_CASE("the verdict is the first line after the file's name, and the findings
   std::getline(lines, line);
   CHECK(line == "== run.gwt ==");
   std::getline(lines, line);
-  CHECK(line == "GPU idle 80.0% of the time; 100% of it waiting on the data pipeline (host CPU)");
+  CHECK(line == "GPU idle 80.0% of the time; 100% of it waiting on the input pipeline (the host inside data loading)");
   CHECK(text.find("findings   ranked by the idle time each explains") != std::string::npos);
-  CHECK(text.find("1  Waiting on the data pipeline (host CPU)   80.0 ms = 100% of idle") != std::string::npos);
+  CHECK(text.find("1  Waiting on the input pipeline (the host inside data loading)   80.0 ms = 100% of idle") != std::string::npos);
   CHECK(text.find("fix  Have batches ready") != std::string::npos);
   CHECK(text.find("device 0   window 100 ms, busy 20.0 ms, idle 80.0 ms = 80.0% of the window") != std::string::npos);
   CHECK(text.find("4.1 ms - 8.19 ms") != std::string::npos);  // the gap histogram, with its bar
@@ -98,7 +101,7 @@ TEST_CASE("notes follow the findings, with their fix, and stay out of the verdic
   CHECK(findings < notes);
   CHECK(text.find("1  In a long start-up before the first GPU work (compile, warm-up)", notes) != std::string::npos);
   CHECK(text.find("fix  Warm up before timing", notes) != std::string::npos);
-  CHECK(text.find("GPU idle 80.0% of the time; 100% of it waiting on the data pipeline (host CPU)") !=
+  CHECK(text.find("GPU idle 80.0% of the time; 100% of it waiting on the input pipeline (the host inside data loading)") !=
         std::string::npos);
 }
 

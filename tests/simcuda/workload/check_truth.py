@@ -30,6 +30,8 @@ CAUSES = ["host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "
 SYNC_TYPES = ["device_sync", "stream_sync", "event_sync", "sync_copy", "pageable_async_copy", "memset",
               "malloc_free", "other"]
 ACTIVITY_KINDS = ("kernel", "memcpy", "memset")
+# Host work labels as gapwatch's host parts (docs/scenarios.md); any other label is "other".
+HOST_PART_OF_LABEL = {"data": "input_pipeline", "fork_workers": "input_pipeline", "python": "framework"}
 COPY_KINDS = ("memcpy", "memcpy_async", "memset", "memset_async")
 LAUNCH_LIKE = ("launch", "graph_launch", "event_record", "stream_wait_event")
 LAUNCH_ENTRY_API = {"chevron": "__cudaLaunchKernel", "launch_kernel": "cudaLaunchKernel",
@@ -414,6 +416,10 @@ def check_device(problems, where, dev, tl, threshold_ns, main_start_ns):
         problems.add(where, "idle_by_cause sums to %d, idle_ns is %d" % (sum(dev["idle_by_cause"].values()),
                                                                          dev["idle_ns"]))
     problems.equal(where, "host_cpu_by_label", dev["host_cpu_by_label"], labels)
+    parts = {"input_pipeline": 0, "framework": 0, "other": 0}
+    for label, ns in labels.items():
+        parts[HOST_PART_OF_LABEL.get(label, "other")] += ns
+    problems.equal(where, "host_cpu_by_part", dev["host_cpu_by_part"], parts)
     problems.equal(where, "after_sync", dev["after_sync"], {"ns": after_ns, "gaps": after_gaps})
     for b, bucket in enumerate(dev["histogram"]):
         problems.equal(where, "histogram[%d]" % b, [bucket["count"], bucket["total_ns"]], histogram[b])

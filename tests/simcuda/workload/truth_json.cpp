@@ -24,6 +24,17 @@ json table(std::vector<std::string> fields, json rows) {
   return json{{"fields", std::move(fields)}, {"rows", std::move(rows)}};
 }
 
+// What the host was doing in host work of this label, as gapwatch's host parts name it
+// (docs/scenarios.md, "Ground truth"): `data` is the input pipeline, and so is a parent waiting on
+// its forked workers (`fork_workers`, as a DataLoader starting them); `python` is the framework's
+// work between launches; anything else (`compile`, a user's own label, `unlabeled` time outside
+// every host op) is other host work.
+const char* host_part_of_label(const std::string& label) {
+  if (label == "data" || label == "fork_workers") return "input_pipeline";
+  if (label == "python") return "framework";
+  return "other";
+}
+
 json device_to_json(const DeviceTruth& d) {
   json histogram = json::array();
   for (const HistogramBucket& b : d.histogram)
@@ -39,7 +50,11 @@ json device_to_json(const DeviceTruth& d) {
   }
   json idle_by_cause = causes_to_json(d.idle_by_cause);
   json labels = json::object();
-  for (const auto& [label, ns] : d.host_cpu_by_label) labels[label] = ns;
+  json parts = {{"input_pipeline", 0}, {"framework", 0}, {"other", 0}};
+  for (const auto& [label, ns] : d.host_cpu_by_label) {
+    labels[label] = ns;
+    parts[host_part_of_label(label)] = parts[host_part_of_label(label)].get<uint64_t>() + ns;
+  }
   return json{
       {"device", d.device},
       {"window", {{"start_ns", d.window_start_ns}, {"end_ns", d.window_end_ns},
@@ -52,6 +67,7 @@ json device_to_json(const DeviceTruth& d) {
       {"idle_by_cause", idle_by_cause},
       {"dominant_cause", dominant_cause(idle_by_cause)},
       {"host_cpu_by_label", labels},
+      {"host_cpu_by_part", parts},
       {"after_sync", {{"ns", d.after_sync_ns}, {"gaps", d.after_sync_gaps}}},
       {"gap_count", d.gaps.size()},
       {"histogram", histogram},
