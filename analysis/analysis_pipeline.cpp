@@ -6,6 +6,7 @@
 #include "analysis/step_detector.h"
 
 #include "analysis/device_idle.h"
+#include "analysis/kernel_stats.h"
 #include "analysis/launch_stats.h"
 #include "analysis/sync_stats.h"
 #include "reader/enum_labels.h"
@@ -179,6 +180,7 @@ void addStandardStages(AnalysisPipeline& pipeline) {
   auto& device_idle = pipeline.emplaceStage<DeviceIdleStage>(options);
   pipeline.emplaceStage<SyncStatsStage>(options, &device_idle);
   pipeline.emplaceStage<LaunchStatsStage>(options);
+  pipeline.emplaceStage<KernelStatsStage>(options);
   pipeline.emplaceStage<NcclStatsStage>(options);
   pipeline.emplaceStage<StepDetectorStage>(options);
   if (options.hta_view) pipeline.emplaceStage<HtaViewStage>(options);

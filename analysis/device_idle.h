@@ -70,6 +70,8 @@ class DeviceIdleStage final : public AnalysisStage {
   void onApiCall(const ApiCallEvent& call) override;
   void onActivity(const DeviceActivityEvent& activity) override;
   void onNcclCall(const NcclCallEvent& call) override;
+  // For the names of the longest gaps' neighbours, looked up once, at the end.
+  void setStrings(const StringTable* strings) override { strings_ = strings; }
   void finish() override;
   // Blocked calls kept until the gaps they may explain are decided: a handful at any time (tests
   // check it stays bounded).
@@ -92,6 +94,15 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t exit_ns = 0;
     uint64_t max_exit_ns = 0;  // the largest exit of this call and every earlier one of the thread
     CallCategory category = CallCategory::kCudaApi;
+    uint32_t api_name_id = 0;  // for the longest gaps' call
+  };
+  // The activity that ended at a device's busy frontier (the first to reach it): the longest
+  // gaps' `before`. Ids only: names are looked up for the few gaps kept.
+  struct FrontierActivity {
+    v1::ActivityKind kind = v1::ACTIVITY_KIND_UNSPECIFIED;
+    uint32_t name_id = 0;
+    uint64_t start_ns = 0, end_ns = 0, stream = 0, correlation_id = 0, bytes = 0;
+    v1::CopyKind copy_kind = v1::COPY_KIND_UNSPECIFIED;
   };
   struct BlockedCall {
     uint64_t enter_ns = 0;
@@ -127,6 +138,7 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t last_stream_id = 0;
     StreamState* last_stream = nullptr;
     std::vector<IdleGap> longest;  // min-heap by length, at most top_n
+    FrontierActivity frontier;
   };
 
   // An edge of a call's span inside a gap, for splitByThread.
@@ -139,7 +151,8 @@ class DeviceIdleStage final : public AnalysisStage {
   void write(ProcessAnalysis& result) const;
   // Joins a thread's consecutive polls into one blocked call; true when `call` was a poll.
   bool notePoll(const ApiCallEvent& call);
-  void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category);
+  void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category,
+                      uint32_t api_name_id);
   void advance(uint64_t now_ns);
   void prune();
   uint64_t horizon() const;
@@ -158,10 +171,18 @@ class DeviceIdleStage final : public AnalysisStage {
   void noteSyncRecord(const DeviceActivityEvent& record);
   void noteFinisher(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call);
   void noteHtaInterval(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call);
+  // True when a gap of this length would enter the longest-gaps heap (its neighbours are looked
+  // up only then).
+  bool wouldKeep(const DeviceState& device, const IdleGap& gap) const;
   void keepLongest(DeviceState& device, const IdleGap& gap);
+  // The gap's neighbours: the work before and after it, and the launching thread's call.
+  void noteNeighbours(const DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next,
+                      const QueuingCall* next_call) const;
+  void nameNeighbours(IdleGap& gap) const;
 
   AnalysisOptions options_;
   RecordingFacts facts_;
+  const StringTable* strings_ = nullptr;
   CorrelationIndex queued_by_;
   // Per thread, its calls in entry order: a flat map of ring buffers, as every call lands here.
   FlatU64Map<RingQueue<CallSpan>> thread_calls_;
