@@ -305,15 +305,22 @@ std::string callText(const GapCall& call) {
 
 std::string gapPlace(const IdleGap& gap) {
   std::string text;
-  if (gap.call.known) {
-    text = "thread " + std::to_string(gap.call.thread_id) + (gap.call.in_gap_ns > 0 ? " in " : " had returned from ") +
-           callText(gap.call);
-    if (gap.call.in_gap_ns > 0) text += " (" + formatDuration(gap.call.in_gap_ns) + " of the gap)";
+  const uint64_t length = gap.end_ns - gap.start_ns;
+  const GapCall& q = gap.queued_by;
+  if (gap.call.known && gap.call.in_gap_ns == 0) {
+    text = "thread " + std::to_string(gap.call.thread_id) + " had returned from " + callText(gap.call);
+  } else if (gap.call.known && gap.call.in_gap_ns * 2 >= length) {
+    text = "thread " + std::to_string(gap.call.thread_id) + " in " + callText(gap.call) + " (" +
+           formatDuration(gap.call.in_gap_ns) + " of the gap)";
     // The launch of the work after the gap, when it is another call that took a real part of it.
-    const GapCall& q = gap.queued_by;
-    if (q.known && q.enter_ns != gap.call.enter_ns && q.in_gap_ns * 100 >= gap.end_ns - gap.start_ns) {
+    if (q.known && q.enter_ns != gap.call.enter_ns && q.in_gap_ns * 100 >= length) {
       text += ", then " + callText(q) + " (" + formatDuration(q.in_gap_ns) + " of the gap)";
     }
+  } else if (gap.call.known) {
+    // Host work outside CUDA calls: the calls it made are not where the time went. Name the launch
+    // that ended it, which is where the code resumed.
+    text = "thread " + std::to_string(gap.call.thread_id) + " mostly outside CUDA calls, then " +
+           callText(q.known ? q : gap.call);
   }
   if (!gap.before.name.empty()) text += (text.empty() ? "" : "; ") + std::string("after ") + shortKernelName(gap.before.name, 60);
   if (!gap.after.name.empty()) text += (text.empty() ? "" : "; ") + std::string("before ") + shortKernelName(gap.after.name, 60);

@@ -118,7 +118,9 @@ std::string verdict(const ProcessAnalysis& process);
 std::string callText(const GapCall& call);
 
 // Where a gap is, for a reader to find it in the code: "thread 12 in a 3.06 s cudaLaunchKernel
-// (3.06 s of the gap); after <kernel>; before <kernel>" (kernel names shortened).
+// (3.06 s of the gap); after <kernel>; before <kernel>" (kernel names shortened). A thread that
+// spent most of the gap in no call is "mostly outside CUDA calls, then <the launch after it>"; one
+// whose work was queued before the gap "had returned from" that call.
 std::string gapPlace(const IdleGap& gap);
 
 // The idle causes each finding id stands for (for comparing with ground truth): "host_cpu" for

@@ -349,7 +349,8 @@ Finding warmup(const IdleExplanation& x) {
     const std::string place = gapPlace(gap);
     f.evidence(i == 0 ? "longest" : "then", formatDuration(gapLength(gap)) + (place.empty() ? "" : ": " + place));
   }
-  if (x.long_call_ns > 0) {
+  // Worth a line when it is a real part of the finding, not a few launches at stalls' edges.
+  if (!x.one_time_stalls.empty() || (x.long_call_ns > 0 && x.long_call_ns * 10 >= x.warmup_ns)) {
     f.evidence("in slow launch calls", formatDuration(x.long_call_ns) +
                                            " of launch_overhead in gaps of 1.02 ms or more: one slow call, not overhead "
                                            "per kernel");

@@ -1,8 +1,11 @@
 // analysis/kernel_stats.cpp: see kernel_stats.h.
 #include "analysis/kernel_stats.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 
 namespace gapwatch::analysis {
 namespace {
@@ -72,6 +75,13 @@ uint64_t CompactDurations::median() const {
 
 std::string shortKernelName(const std::string& name, std::size_t max_chars) {
   std::string text = name;
+  // A mangled name (CUPTI hands some over as they are): its readable form, when it has one.
+  if (text.rfind("_Z", 0) == 0) {
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(text.c_str(), nullptr, nullptr, &status);
+    if (status == 0 && demangled) text = demangled;
+    std::free(demangled);
+  }
   if (text.rfind("void ", 0) == 0) text.erase(0, 5);
   // Drop the argument list: the last top-level "(...)" that closes the name.
   if (!text.empty() && text.back() == ')') {

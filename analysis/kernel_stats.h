@@ -46,8 +46,9 @@ class CompactDurations {
   uint64_t count_ = 0, min_ = 0, max_ = 0;
 };
 
-// A kernel's name as a report line can hold it: without "void ", the argument list and template
-// arguments ("<...>"), cut to `max_chars` with "...". Names that are not C++ signatures stay.
+// A kernel's name as a report line can hold it: demangled when mangled ("_Z..."), without "void ",
+// the argument list and template arguments ("<...>"), cut to `max_chars` with "...". Names that
+// are not C++ signatures stay.
 std::string shortKernelName(const std::string& name, std::size_t max_chars = 70);
 
 class KernelStatsStage final : public AnalysisStage {

@@ -413,6 +413,7 @@ json reportJson(const analysis::RunReport& content) {
            {{"min_window_share", t.min_window_share},
             {"stall_min_ns", t.stall_min_ns},
             {"stall_factor", t.stall_factor},
+            {"launch_min_gaps", t.launch_min_gaps},
             {"leading_min_ns", t.leading_min_ns},
             {"leading_share", t.leading_share},
             {"nccl_min_comm_share", t.nccl_min_comm_share},

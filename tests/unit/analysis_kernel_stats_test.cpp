@@ -96,6 +96,7 @@ TEST_CASE("kernel names shorten to what a line can hold") {
   CHECK(shortKernelName("void at::native::(anonymous namespace)::k<int>(int)") ==
         "at::native::(anonymous namespace)::k<...>");
   CHECK(shortKernelName("copy_kernel") == "copy_kernel");
+  CHECK(shortKernelName("_Z19vectorized_add_bf16PKfS0_Pf") == "vectorized_add_bf16");
   CHECK(shortKernelName(std::string(100, 'x'), 20) == std::string(17, 'x') + "...");
 }
 
@@ -226,4 +227,13 @@ TEST_CASE("many short gaps while the host launches are launch overhead, and name
   }
   CHECK(names_kernel);
   CHECK(states_rule);
+}
+
+TEST_CASE("a gap of host work names the launch that ended it, not a short call inside it") {
+  IdleGap gap;
+  gap.start_ns = 0;
+  gap.end_ns = ms(90);
+  gap.call = {true, 0, "cudaMemcpyAsync", 7, ms(50), ms(50) + us(7), us(7)};
+  gap.queued_by = {true, 0, "cudaLaunchKernel", 7, ms(90) - us(5), ms(90) - us(1), us(4)};
+  CHECK(gapPlace(gap) == "thread 7 mostly outside CUDA calls, then a 4.00 us cudaLaunchKernel");
 }
