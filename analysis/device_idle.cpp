@@ -244,6 +244,11 @@ void DeviceIdleStage::noteNeighbours(const DeviceState& device, IdleGap& gap, co
   const uint64_t a = std::max(next_call->enter_ns, gap.start_ns);
   const uint64_t b = std::min(next_call->exit_ns, gap.end_ns);
   gap.queued_by.in_gap_ns = b > a ? b - a : 0;
+  // Queued before the gap (a dependency): what the thread did meanwhile did not hold the work.
+  if (next_call->exit_ns <= gap.start_ns) {
+    gap.call = gap.queued_by;
+    return;
+  }
   // The launching thread's call that covered most of the gap: what it sat in (a 3 s launch, a
   // malloc) or the launch it was making at the end of its host work.
   if (const RingQueue<CallSpan>* calls = thread_calls_.find(next_call->thread_id)) {

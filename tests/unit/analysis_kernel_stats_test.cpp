@@ -237,3 +237,23 @@ TEST_CASE("a gap of host work names the launch that ended it, not a short call i
   gap.queued_by = {true, 0, "cudaLaunchKernel", 7, ms(90) - us(5), ms(90) - us(1), us(4)};
   CHECK(gapPlace(gap) == "thread 7 mostly outside CUDA calls, then a 4.00 us cudaLaunchKernel");
 }
+
+TEST_CASE("a dependency gap names the call that queued the work before it, not the thread's later calls") {
+  // add was launched at [10, 15) but waits for gemm's stream; the thread makes a 50 us malloc in
+  // the gap, which held nothing.
+  EngineFeed feed;
+  names(feed);
+  feed.add(namedCall(launch(kMain, us(0), us(5), 1), kLaunchName))
+      .add(namedCall(launch(kMain, us(10), us(15), 2, 13), kLaunchName))
+      .add(namedCall(call(v1::API_KIND_MALLOC, kMain, us(200), us(250)), kMallocName))
+      .add(named(kernelAt(us(20), us(100), 1), kGemm))
+      .add(named(kernelAt(us(300), us(310), 2, 13), kAdd));
+  const ProcessAnalysis a = feed.run();
+  REQUIRE(a.devices.at(0).longest_gaps.size() == 1);
+  const IdleGap& gap = a.devices[0].longest_gaps[0];
+  CHECK(gap.by_cause_ns[static_cast<std::size_t>(IdleCause::kDependency)] == us(200));
+  CHECK(gap.call.api_name == "cudaLaunchKernel");
+  CHECK(gap.call.in_gap_ns == 0);
+  CHECK(gapPlace(gap) == "thread 100 had returned from a 5.00 us cudaLaunchKernel; after sgemm_128x64_nn<...>; "
+                         "before at::native::add_kernel<...>");
+}
