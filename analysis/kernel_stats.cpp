@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cstdlib>
 
 namespace gapwatch::analysis {
@@ -95,20 +96,54 @@ std::string shortKernelName(const std::string& name, std::size_t max_chars) {
       }
     }
   }
-  // Template arguments: kept as "<...>", as they tell instances apart only to the compiler.
+  // Template arguments tell the instances of one kernel apart (vectorized_elementwise_kernel runs
+  // every elementwise op): the first level is kept, deeper levels and argument lists inside them
+  // become "<...>" and "(...)".
   std::string out;
-  int depth = 0;
+  int angle = 0, paren = 0;
   for (char c : text) {
+    if (paren > 0) {  // inside an argument list within template arguments
+      if (c == '(') ++paren;
+      if (c == ')') --paren;
+      continue;
+    }
+    if (c == '(' && angle > 0) {
+      out += "(...)";
+      paren = 1;
+      continue;
+    }
     if (c == '<') {
-      if (depth++ == 0) out += "<...>";
+      if (++angle == 2) out += "<...>";
+      if (angle < 2) out += c;
       continue;
     }
-    if (c == '>' && depth > 0) {
-      --depth;
+    if (c == '>' && angle > 0) {
+      if (angle-- < 2) out += c;
       continue;
     }
-    if (depth == 0) out += c;
+    if (angle < 2) out += c;
   }
+  // Namespaces say little on one line: "at::native::" and "(anonymous namespace)::" go.
+  std::string bare;
+  for (std::size_t i = 0; i < out.size();) {
+    if (out.compare(i, 23, "(anonymous namespace)::") == 0) {
+      i += 23;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < out.size() && (std::isalnum(static_cast<unsigned char>(out[j])) || out[j] == '_')) ++j;
+    if (j > i && out.compare(j, 2, "::") == 0) {
+      i = j + 2;  // a qualifier
+      continue;
+    }
+    if (j > i) {
+      bare.append(out, i, j - i);
+      i = j;
+    } else {
+      bare += out[i++];
+    }
+  }
+  out = bare;
   if (out.empty()) out = name;
   if (out.size() > max_chars) out = out.substr(0, max_chars > 3 ? max_chars - 3 : 0) + "...";
   return out;

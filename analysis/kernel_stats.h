@@ -47,8 +47,8 @@ class CompactDurations {
 };
 
 // A kernel's name as a report line can hold it: demangled when mangled ("_Z..."), without "void ",
-// the argument list and template arguments ("<...>"), cut to `max_chars` with "...". Names that
-// are not C++ signatures stay.
+// the argument list and namespace qualifiers, template arguments kept to their first level
+// (deeper ones "<...>"), cut to `max_chars` with "...". Names that are not C++ signatures stay.
 std::string shortKernelName(const std::string& name, std::size_t max_chars = 70);
 
 class KernelStatsStage final : public AnalysisStage {

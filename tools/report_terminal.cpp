@@ -483,7 +483,7 @@ void printLaunches(const ProcessAnalysis& p, const analysis::AnalysisOptions& op
 
 void printKernelRows(const std::vector<analysis::KernelStats>& rows, std::ostream& out) {
   for (const analysis::KernelStats& k : rows) {
-    out << "  " << padRight(printable(analysis::shortKernelName(k.name, 44)), 46) << padLeft(formatCount(k.count), 9)
+    out << "  " << padRight(printable(analysis::shortKernelName(k.name, 58)), 60) << padLeft(formatCount(k.count), 9)
         << padLeft(formatDuration(k.total_ns), 11) << padLeft(formatPercent(k.busy_share), 9)
         << padLeft(formatDuration(k.meanNs()), 11) << padLeft(formatDuration(k.median_ns), 11)
         << (k.short_kernel ? "  short" : "") << '\n';
@@ -500,11 +500,11 @@ void printKernels(const ProcessAnalysis& p, const analysis::AnalysisOptions& opt
                       << formatDuration(t.total_ns) << " of device time ("
                       << formatPercent(ratio(static_cast<double>(t.total_ns), static_cast<double>(t.busy_ns)))
                       << " of busy; overlapping kernels count twice)\n";
-  out << "  " << padRight("top " + std::to_string(t.top_by_time.size()) + " by device time", 46) << padLeft("count", 9)
+  out << "  " << padRight("top " + std::to_string(t.top_by_time.size()) + " by device time", 60) << padLeft("count", 9)
       << padLeft("time", 11) << padLeft("of busy", 9) << padLeft("mean", 11) << padLeft("median", 11) << '\n';
   printKernelRows(t.top_by_time, out);
   if (!t.short_by_count.empty()) {
-    out << "  " << padRight("short kernels by count", 46) << '\n';
+    out << "  short kernels by count\n";
     printKernelRows(t.short_by_count, out);
   }
   out << "  short = most runs under " << formatDuration(analysis::KernelStatsStage::kShortKernelNs)

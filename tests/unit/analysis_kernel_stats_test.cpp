@@ -92,9 +92,13 @@ TEST_CASE("the kernels table ranks names by device time, with count, share of bu
 }
 
 TEST_CASE("kernel names shorten to what a line can hold") {
-  CHECK(shortKernelName("void sgemm_128x64_nn<float, 4>(float const*, float*, int)") == "sgemm_128x64_nn<...>");
+  CHECK(shortKernelName("void sgemm_128x64_nn<float, 4>(float const*, float*, int)") == "sgemm_128x64_nn<float, 4>");
+  // Instances of one kernel stay apart by their first-level template arguments.
+  CHECK(shortKernelName("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<long>, "
+                        "at::detail::Array<char*, 2> >(int, at::native::CUDAFunctorOnSelf_add<long>)", 100) ==
+        "vectorized_elementwise_kernel<4, CUDAFunctorOnSelf_add<...>, Array<...> >");
   CHECK(shortKernelName("void at::native::(anonymous namespace)::k<int>(int)") ==
-        "at::native::(anonymous namespace)::k<...>");
+        "k<int>");
   CHECK(shortKernelName("copy_kernel") == "copy_kernel");
   CHECK(shortKernelName("_Z19vectorized_add_bf16PKfS0_Pf") == "vectorized_add_bf16");
   CHECK(shortKernelName(std::string(100, 'x'), 20) == std::string(17, 'x') + "...");
@@ -136,8 +140,8 @@ TEST_CASE("a longest gap names the work on either side and the launching thread'
   CHECK(gap.call.thread_id == kMain);
   CHECK(gap.call.exit_ns - gap.call.enter_ns == us(2000));
   CHECK(gap.call.in_gap_ns == us(2000));
-  CHECK(gapPlace(gap) == "thread 100 in a 2.00 ms cudaLaunchKernel (2.00 ms of the gap); after sgemm_128x64_nn<...>; "
-                         "before at::native::add_kernel<...>");
+  CHECK(gapPlace(gap) == "thread 100 in a 2.00 ms cudaLaunchKernel (2.00 ms of the gap); after sgemm_128x64_nn<float, 4>; "
+                         "before add_kernel<float>");
   // The 2 ms in the launch call is launch_overhead by cause, but a long gap: not per-kernel overhead.
   CHECK(a.devices[0].launch_overhead_long_gaps_ns == us(2000));
   CHECK(a.devices[0].launch_overhead_short_gaps == 0);
@@ -159,7 +163,7 @@ TEST_CASE("a gap the thread spent in a malloc, then in the launch, names both ca
   CHECK(gap.queued_by.in_gap_ns == us(2000));
   CHECK(gapPlace(gap) ==
         "thread 100 in a 3.00 ms cudaMalloc (3.00 ms of the gap), then a 2.00 ms cudaLaunchKernel (2.00 ms of the gap); "
-        "after sgemm_128x64_nn<...>; before at::native::add_kernel<...>");
+        "after sgemm_128x64_nn<float, 4>; before add_kernel<float>");
 }
 
 TEST_CASE("a copy at a gap's edge is named by direction and size") {
@@ -196,7 +200,7 @@ TEST_CASE("one slow launch call is a one-time stall, not launch overhead") {
   REQUIRE(has(kFindingWarmup));
   const Finding& f = a.findings.front();
   CHECK(f.id == kFindingWarmup);
-  CHECK(f.title == "in a one-time stall: a 300 ms cudaLaunchKernel before sgemm_128x64_nn<...>");
+  CHECK(f.title == "in a one-time stall: a 300 ms cudaLaunchKernel before sgemm_128x64_nn<float, 4>");
   CHECK(f.fix.find("Likely one-time set-up") != std::string::npos);
   CHECK(f.fix.find("Check whether it recurs") != std::string::npos);
 }
@@ -222,7 +226,7 @@ TEST_CASE("many short gaps while the host launches are launch overhead, and name
   CHECK(f.id == kFindingLaunchOverhead);
   bool names_kernel = false, states_rule = false;
   for (const auto& [name, value] : f.evidence) {
-    if (name == "short kernels, most frequent" && value.find("at::native::add_kernel<...> x200") == 0) names_kernel = true;
+    if (name == "short kernels, most frequent" && value.find("add_kernel<float> x200") == 0) names_kernel = true;
     if (name == "from many short gaps" && value.find("199 gaps under 1.02 ms") == 0) states_rule = true;
   }
   CHECK(names_kernel);
@@ -254,6 +258,6 @@ TEST_CASE("a dependency gap names the call that queued the work before it, not t
   CHECK(gap.by_cause_ns[static_cast<std::size_t>(IdleCause::kDependency)] == us(200));
   CHECK(gap.call.api_name == "cudaLaunchKernel");
   CHECK(gap.call.in_gap_ns == 0);
-  CHECK(gapPlace(gap) == "thread 100 had returned from a 5.00 us cudaLaunchKernel; after sgemm_128x64_nn<...>; "
-                         "before at::native::add_kernel<...>");
+  CHECK(gapPlace(gap) == "thread 100 had returned from a 5.00 us cudaLaunchKernel; after sgemm_128x64_nn<float, 4>; "
+                         "before add_kernel<float>");
 }

@@ -544,7 +544,7 @@ TEST_CASE("launch overhead is a finding only from many short gaps") {
     REQUIRE(ids(p) == std::vector<std::string>{kFindingWarmup});
     const Finding& f = p.findings[0];
     CHECK(f.idle_ns == 6 * kMs);
-    CHECK(f.title == "in one-time stalls, the longest a 3.00 ms cudaLaunchKernel before conv_kernel<...>");
+    CHECK(f.title == "in one-time stalls, the longest a 3.00 ms cudaLaunchKernel before conv_kernel<float>");
     CHECK(number(f, "long_call_ns") == 6 * kMs);
     CHECK(f.fix.find("Likely") != std::string::npos);
   }
