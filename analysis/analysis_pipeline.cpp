@@ -6,6 +6,7 @@
 #include "analysis/step_detector.h"
 
 #include "analysis/device_idle.h"
+#include "analysis/kernel_stats.h"
 #include "analysis/launch_stats.h"
 #include "analysis/sync_stats.h"
 #include "reader/enum_labels.h"
@@ -90,7 +91,7 @@ void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& str
   for (const DeviceActivityEvent& activity : batch.activities) {
     if (activity.kind == v1::ACTIVITY_KIND_SYNC) ++sync_records_;
     const bool copy = activity.kind == v1::ACTIVITY_KIND_MEMCPY && activity.correlation_id != 0;
-    if (copy) copy_blocks_[activity.correlation_id] = copyBlocksHost(activity);
+    if (copy) copy_blocks_[activity.correlation_id] = {copyBlocksHost(activity), activity.copy_kind, activity.bytes};
     if (!window_.push(activity) && copy) copy_blocks_.erase(activity.correlation_id);
   }
 }
@@ -101,12 +102,17 @@ void AnalysisPipeline::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*offset*/
 }
 
 void AnalysisPipeline::Fanout::onApiCall(const ApiCallEvent& call) {
-  if (call.kind == v1::API_KIND_MEMCPY_ASYNC && !call.blocked && call.correlation_id != 0) {
+  const bool copy = call.kind == v1::API_KIND_MEMCPY_ASYNC || call.kind == v1::API_KIND_MEMCPY;
+  const bool join_blocked = call.kind == v1::API_KIND_MEMCPY_ASYNC && !call.blocked;
+  const bool join_size = copy && (call.copy_kind == v1::COPY_KIND_UNSPECIFIED || call.bytes == 0);
+  if ((join_blocked || join_size) && call.correlation_id != 0) {
     auto it = pipeline_.copy_blocks_.find(call.correlation_id);
-    if (it != pipeline_.copy_blocks_.end() && it->second) {
-      ApiCallEvent blocked = call;
-      blocked.blocked = true;
-      for (auto& stage : pipeline_.stages_) stage->onApiCall(blocked);
+    if (it != pipeline_.copy_blocks_.end() && ((join_blocked && it->second.blocks) || join_size)) {
+      ApiCallEvent joined = call;
+      if (join_blocked && it->second.blocks) joined.blocked = true;
+      if (joined.copy_kind == v1::COPY_KIND_UNSPECIFIED) joined.copy_kind = it->second.copy_kind;
+      if (joined.bytes == 0) joined.bytes = it->second.bytes;
+      for (auto& stage : pipeline_.stages_) stage->onApiCall(joined);
       return;
     }
   }
@@ -184,6 +190,7 @@ void addStandardStages(AnalysisPipeline& pipeline) {
   auto& device_idle = pipeline.emplaceStage<DeviceIdleStage>(options);
   pipeline.emplaceStage<SyncStatsStage>(options, &device_idle);
   pipeline.emplaceStage<LaunchStatsStage>(options);
+  pipeline.emplaceStage<KernelStatsStage>(options);
   pipeline.emplaceStage<NcclStatsStage>(options);
   pipeline.emplaceStage<StepDetectorStage>(options);
   if (options.hta_view) pipeline.emplaceStage<HtaViewStage>(options);

@@ -95,7 +95,14 @@ class AnalysisPipeline final : public RecordingVisitor {
   // Copy records in the window, by correlation id: does the copy block the host (a pageable host
   // side, or host to host)? Looked up when the async copy call leaves the window (its record
   // starts no earlier, so it has arrived by then unless it was dropped), erased as the record does.
-  std::unordered_map<uint64_t, bool> copy_blocks_;
+  // Also the record's direction and size, for a copy call that did not record them (a PyTorch
+  // profiler trace's cudaMemcpyAsync has neither): a small read of a value is told by them.
+  struct CopyRecord {
+    bool blocks = false;
+    v1::CopyKind copy_kind = v1::COPY_KIND_UNSPECIFIED;
+    uint64_t bytes = 0;
+  };
+  std::unordered_map<uint64_t, CopyRecord> copy_blocks_;
   std::optional<v1::Hello> hello_;
   std::optional<v1::Goodbye> goodbye_;
   DropTotals drops_;

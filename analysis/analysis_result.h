@@ -64,11 +64,46 @@ struct StreamIdle {
   uint64_t other_ns = 0;
 };
 
+// A gap this long or longer is "long": the floor of the log2 bucket [1.024 ms, 2.048 ms). Shorter
+// gaps are launch and sync noise; a long one is host work, a wait, or one slow call.
+inline constexpr uint64_t kLongGapNs = 1'024'000;
+
+// A piece of device work at an edge of a gap: the one that ended where the gap began, or the one
+// that started where it ended. Enough to find the place in the code.
+struct GapActivity {
+  v1::ActivityKind kind = v1::ACTIVITY_KIND_UNSPECIFIED;  // UNSPECIFIED: none known
+  uint32_t name_id = 0;     // the recording's string id (kernel name; 0 for copies and memsets)
+  std::string name;         // the kernel's name, or "memcpy DtoH 4 B", "memset 1.0 KiB"; filled at the end
+  uint64_t start_ns = 0, end_ns = 0;
+  uint64_t stream = 0;
+  uint64_t correlation_id = 0;
+  uint64_t bytes = 0;
+  v1::CopyKind copy_kind = v1::COPY_KIND_UNSPECIFIED;
+};
+
+// The recorded call of the gap's launching thread (the thread that queued the work after the gap)
+// that overlapped the gap longest; when none did, the call that queued that work (it returned
+// before the gap began).
+struct GapCall {
+  bool known = false;
+  uint32_t api_name_id = 0;
+  std::string api_name;     // "cudaLaunchKernel"; filled at the end
+  uint32_t thread_id = 0;
+  uint64_t enter_ns = 0, exit_ns = 0;
+  uint64_t in_gap_ns = 0;   // how much of the gap the thread spent inside it
+};
+
 struct IdleGap {  // one of the longest gaps, for the report
   uint64_t start_ns = 0, end_ns = 0;
   std::array<uint64_t, kIdleCauseCount> by_cause_ns{};
   std::array<uint64_t, kHostPartCount> host_by_part_ns{};  // its host_cpu time by part
   bool after_sync = false;
+  GapActivity before;  // ended at start_ns
+  GapActivity after;   // started at end_ns
+  GapCall call;
+  // The call that queued `after` (its launch), when recorded: often `call` itself; when not, the
+  // launching thread went on from `call` to it (a 6 s cudaFree, then a 3 s cudaLaunchKernel).
+  GapCall queued_by;
 };
 
 struct DeviceAnalysis {
@@ -86,7 +121,7 @@ struct DeviceAnalysis {
   // Each part's time by name (top_n, most time first): the input range, the outermost op, the
   // innermost annotation. None for unknown.
   std::array<std::vector<HostLabel>, kHostPartCount> host_part_labels;
-  // Unknown host time in gaps of 1 ms or more (the rest is in shorter gaps): the shape the
+  // Unknown host time in gaps of kLongGapNs or more (the rest is in shorter gaps): the shape the
   // diagnosis reports beside it, as a hint of what it may be, never as its cause.
   uint64_t unknown_host_in_long_gaps_ns = 0;
   uint64_t after_sync_ns = 0;  // idle in gaps that began when a host sync returned
@@ -107,6 +142,12 @@ struct DeviceAnalysis {
   // cuda_driver events misses driver-only launches: NCCL's, Triton's); their gaps take the
   // in-no-call rule (docs/analysis.md).
   uint64_t work_without_call = 0;
+  // Launch overhead split by gap length (ARCHITECTURE.md's launch-bound loop is many short gaps):
+  // the launch_overhead time of gaps of kLongGapNs or more (the thread sat in one slow launch,
+  // copy or event call: a one-time stall, not overhead per kernel), and how many shorter gaps had
+  // any launch_overhead time.
+  uint64_t launch_overhead_long_gaps_ns = 0;
+  uint64_t launch_overhead_short_gaps = 0;
   std::vector<StreamIdle> streams;
   std::vector<IdleGap> longest_gaps;  // top_n by length
 };
@@ -152,6 +193,30 @@ struct LaunchStats {  // HTA's get_cuda_kernel_launch_stats definitions, plus ga
   double launches_per_second = 0;        // over the device window
   uint64_t queue_depth_max = 0, queue_depth_p99 = 0;  // launched, not yet finished (time-weighted p99)
   GapHistogram host_launch_gaps;         // per thread: a launch call's return to the next launch call
+};
+
+// One kernel name's device time (analysis/kernel_stats.h).
+struct KernelStats {
+  std::string name;                  // as recorded (demangled by CUPTI or Kineto)
+  uint64_t count = 0;
+  uint64_t total_ns = 0;             // summed durations (overlapping kernels both count)
+  uint64_t median_ns = 0;            // within 2 % (a log-linear histogram; exact when all are equal)
+  uint64_t min_ns = 0, max_ns = 0;
+  double busy_share = 0;             // total_ns / the process's busy time (summed over devices)
+  uint64_t under_20us = 0;           // runs shorter than 20 us
+  uint64_t shorter_than_launch = 0;  // runs shorter than the launch call that queued them
+  bool short_kernel = false;         // most runs under 20 us, or shorter than their launch call
+
+  uint64_t meanNs() const { return count ? total_ns / count : 0; }
+};
+
+struct KernelTable {
+  uint64_t kernels = 0;              // kernel runs of positive length
+  uint64_t distinct = 0;             // distinct names
+  uint64_t total_ns = 0;             // summed kernel durations
+  uint64_t busy_ns = 0;              // union of kernels, copies and memsets, summed over devices
+  std::vector<KernelStats> top_by_time;    // top_n by total_ns
+  std::vector<KernelStats> short_by_count; // top_n short kernels by count
 };
 
 struct NcclTypeStats {
@@ -276,6 +341,7 @@ struct ProcessAnalysis {
   std::vector<DeviceAnalysis> devices;
   std::vector<SyncTypeStats> sync_points;
   LaunchStats launches;
+  KernelTable kernels;
   NcclStats nccl;
   StepStats steps;
   std::vector<Finding> findings;  // ranked by idle_ns

@@ -26,6 +26,7 @@ struct QueuingCall {
   uint64_t exit_ns = 0;
   uint64_t stream = 0;
   bool kernel_seen = false;  // a graph launch: its first kernel has been seen
+  uint32_t api_name_id = 0;  // for reports that name the call (the longest gaps)
 };
 
 class CorrelationIndex {

@@ -1,6 +1,8 @@
 // analysis/device_idle.cpp: see device_idle.h.
 #include "analysis/device_idle.h"
 
+#include "analysis/quantity_text.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -15,8 +17,6 @@ constexpr uint64_t kQueueAgeNs = 10'000'000'000ull;
 constexpr uint64_t kPruneEvery = 1024;
 // Activities that end on the same nanosecond, kept as what a sync may have waited for.
 constexpr std::size_t kMaxFinishers = 16;
-// Unknown host time in gaps this long or longer is reported apart (DeviceAnalysis).
-constexpr uint64_t kLongGapNs = 1'000'000;
 
 constexpr IdleCause kCauseOfCategory[kCallCategoryCount] = {IdleCause::kSyncCopy, IdleCause::kNcclHost,
                                                              IdleCause::kLaunchOverhead, IdleCause::kCudaApi};
@@ -58,7 +58,7 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
   if (!facts_.device_timeline) return;
   advance(call.start_ns);
   queued_by_.add(call);
-  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call));
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call), call.api_name_id);
   if (notePoll(call)) return;
   if (const std::optional<SyncPointKind> kind = classifySyncPoint(call)) {
     BlockedCall blocked;
@@ -105,7 +105,7 @@ bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
 void DeviceIdleStage::onNcclCall(const NcclCallEvent& call) {
   if (!facts_.device_timeline) return;
   advance(call.start_ns);
-  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost);
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost, 0);
 }
 
 void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
@@ -123,13 +123,13 @@ void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
 }
 
 void DeviceIdleStage::noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns,
-                                     CallCategory category) {
+                                     CallCategory category, uint32_t api_name_id) {
   RingQueue<CallSpan>& calls = thread_calls_[thread_id];
   const uint64_t h = horizon();
   while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
   if (exit_ns <= h) return;  // no gap still to come can overlap it
   const uint64_t max_exit = std::max(calls.empty() ? 0 : calls.back().max_exit_ns, exit_ns);
-  calls.push_back({enter_ns, exit_ns, max_exit, category});
+  calls.push_back({enter_ns, exit_ns, max_exit, category, api_name_id});
 }
 
 void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
@@ -167,6 +167,8 @@ void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
     if (activity.end_ns > device.covered_until_ns) {
       device.result.busy_ns += activity.end_ns - std::max(activity.start_ns, device.covered_until_ns);
       device.covered_until_ns = activity.end_ns;
+      device.frontier = {activity.kind,     activity.name_id,        activity.start_ns, activity.end_ns,
+                         activity.stream,   activity.correlation_id, activity.bytes,    activity.copy_kind};
     }
     noteHtaInterval(device, activity, call);
   } else if (device.any_activity && activity.start_ns > device.covered_until_ns &&
@@ -216,7 +218,104 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
     r.after_sync_hideable_ns += std::min(length, longestDrainedWait(next_call, g0, g1, sync->exit_ns - sync->enter_ns));
     idle_after_sync_[static_cast<std::size_t>(sync->kind)] += length;
   }
-  if (length >= options_.min_gap_ns) keepLongest(device, gap);
+  if (length >= kLongGapNs) {
+    r.launch_overhead_long_gaps_ns += gap.by_cause_ns[causeIndex(IdleCause::kLaunchOverhead)];
+  } else if (gap.by_cause_ns[causeIndex(IdleCause::kLaunchOverhead)] > 0) {
+    ++r.launch_overhead_short_gaps;
+  }
+  if (length >= options_.min_gap_ns && wouldKeep(device, gap)) {
+    noteNeighbours(device, gap, next, next_call);
+    keepLongest(device, gap);
+  }
+}
+
+void DeviceIdleStage::noteNeighbours(const DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next,
+                                     const QueuingCall* next_call) const {
+  const FrontierActivity& f = device.frontier;
+  gap.before = {};
+  gap.before.kind = f.kind;
+  gap.before.name_id = f.name_id;
+  gap.before.start_ns = f.start_ns;
+  gap.before.end_ns = f.end_ns;
+  gap.before.stream = f.stream;
+  gap.before.correlation_id = f.correlation_id;
+  gap.before.bytes = f.bytes;
+  gap.before.copy_kind = f.copy_kind;
+  gap.after = {};
+  gap.after.kind = next.kind;
+  gap.after.name_id = next.name_id;
+  gap.after.start_ns = next.start_ns;
+  gap.after.end_ns = next.end_ns;
+  gap.after.stream = next.stream;
+  gap.after.correlation_id = next.correlation_id;
+  gap.after.bytes = next.bytes;
+  gap.after.copy_kind = next.copy_kind;
+  gap.call = {};
+  gap.queued_by = {};
+  if (!next_call) return;
+  gap.queued_by.known = true;
+  gap.queued_by.api_name_id = next_call->api_name_id;
+  gap.queued_by.thread_id = next_call->thread_id;
+  gap.queued_by.enter_ns = next_call->enter_ns;
+  gap.queued_by.exit_ns = next_call->exit_ns;
+  const uint64_t a = std::max(next_call->enter_ns, gap.start_ns);
+  const uint64_t b = std::min(next_call->exit_ns, gap.end_ns);
+  gap.queued_by.in_gap_ns = b > a ? b - a : 0;
+  // Queued before the gap (a dependency): what the thread did meanwhile did not hold the work.
+  if (next_call->exit_ns <= gap.start_ns) {
+    gap.call = gap.queued_by;
+    return;
+  }
+  // The launching thread's call that covered most of the gap: what it sat in (a 3 s launch, a
+  // malloc) or the launch it was making at the end of its host work.
+  if (const RingQueue<CallSpan>* calls = thread_calls_.find(next_call->thread_id)) {
+    // max_exit_ns never decreases along the queue: the first call that may reach past the start.
+    std::size_t lo = 0, hi = calls->size();
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (gap.start_ns < (*calls)[mid].max_exit_ns) hi = mid;
+      else lo = mid + 1;
+    }
+    for (std::size_t i = lo; i < calls->size(); ++i) {
+      const CallSpan& c = (*calls)[i];
+      if (c.enter_ns >= gap.end_ns) break;
+      const uint64_t a = std::max(c.enter_ns, gap.start_ns);
+      const uint64_t b = std::min(c.exit_ns, gap.end_ns);
+      if (a >= b || b - a <= gap.call.in_gap_ns) continue;
+      gap.call.known = true;
+      gap.call.api_name_id = c.api_name_id;
+      gap.call.thread_id = next_call->thread_id;
+      gap.call.enter_ns = c.enter_ns;
+      gap.call.exit_ns = c.exit_ns;
+      gap.call.in_gap_ns = b - a;
+    }
+  }
+  if (!gap.call.known) gap.call = gap.queued_by;  // it queued the work before the gap: nothing in it
+}
+
+static std::string gapActivityName(const GapActivity& a, const StringTable* strings) {
+  switch (a.kind) {
+    case v1::ACTIVITY_KIND_KERNEL:
+      if (a.name_id == 0) return "(unnamed kernel)";
+      return strings ? strings->display(v1::STRING_KIND_KERNEL_NAME, a.name_id) : "#" + std::to_string(a.name_id);
+    case v1::ACTIVITY_KIND_MEMCPY: {
+      static const char* const kKinds[] = {"", " HtoD", " DtoH", " DtoD", " HtoH", " PtoP"};
+      const auto k = static_cast<std::size_t>(a.copy_kind);
+      return std::string("memcpy") + (k < 6 ? kKinds[k] : "") + " " + formatCount(a.bytes) + " B";
+    }
+    case v1::ACTIVITY_KIND_MEMSET:
+      return "memset " + formatCount(a.bytes) + " B";
+    default:
+      return "";
+  }
+}
+
+void DeviceIdleStage::nameNeighbours(IdleGap& gap) const {
+  gap.before.name = gapActivityName(gap.before, strings_);
+  gap.after.name = gapActivityName(gap.after, strings_);
+  for (GapCall* c : {&gap.call, &gap.queued_by}) {
+    if (c->known && c->api_name_id != 0 && strings_) c->api_name = strings_->display(v1::STRING_KIND_API_NAME, c->api_name_id);
+  }
 }
 
 uint64_t DeviceIdleStage::longestDrainedWait(const QueuingCall* next_call, uint64_t g0, uint64_t g1,
@@ -465,6 +564,11 @@ void DeviceIdleStage::noteHtaInterval(DeviceState& device, const DeviceActivityE
   stream.has_previous = true;
 }
 
+bool DeviceIdleStage::wouldKeep(const DeviceState& device, const IdleGap& gap) const {
+  if (options_.top_n == 0) return false;
+  return device.longest.size() < options_.top_n || keepsBetter(gap, device.longest.front());
+}
+
 void DeviceIdleStage::keepLongest(DeviceState& device, const IdleGap& gap) {
   std::vector<IdleGap>& heap = device.longest;
   if (options_.top_n == 0) return;
@@ -549,6 +653,7 @@ void DeviceIdleStage::write(ProcessAnalysis& result) const {
       if (labels.size() > options_.top_n) labels.resize(options_.top_n);
     }
     std::sort(r.longest_gaps.begin(), r.longest_gaps.end(), keepsBetter);
+    for (IdleGap& gap : r.longest_gaps) nameNeighbours(gap);
     result.devices.push_back(std::move(r));
   }
 }

@@ -77,6 +77,7 @@ class DeviceIdleStage final : public AnalysisStage {
   void onActivity(const DeviceActivityEvent& activity) override;
   void onNcclCall(const NcclCallEvent& call) override;
   void onHostRange(const HostRangeEvent& range) override;
+  // For the names of the longest gaps' neighbours, looked up once, at the end.
   void setStrings(const StringTable* strings) override { strings_ = strings; }
   void finish() override;
   // Blocked calls kept until the gaps they may explain are decided: a handful at any time (tests
@@ -100,6 +101,15 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t exit_ns = 0;
     uint64_t max_exit_ns = 0;  // the largest exit of this call and every earlier one of the thread
     CallCategory category = CallCategory::kCudaApi;
+    uint32_t api_name_id = 0;  // for the longest gaps' call
+  };
+  // The activity that ended at a device's busy frontier (the first to reach it): the longest
+  // gaps' `before`. Ids only: names are looked up for the few gaps kept.
+  struct FrontierActivity {
+    v1::ActivityKind kind = v1::ACTIVITY_KIND_UNSPECIFIED;
+    uint32_t name_id = 0;
+    uint64_t start_ns = 0, end_ns = 0, stream = 0, correlation_id = 0, bytes = 0;
+    v1::CopyKind copy_kind = v1::COPY_KIND_UNSPECIFIED;
   };
   // A host range of a thread, as splitHost needs it.
   struct HostSpan {
@@ -145,6 +155,7 @@ class DeviceIdleStage final : public AnalysisStage {
     std::vector<IdleGap> longest;  // min-heap by length, at most top_n
     // Host time by name, per part (HostLabel): name id -> ns; bounded by the names in the trace.
     std::array<std::unordered_map<uint32_t, uint64_t>, kHostPartCount> part_names;
+    FrontierActivity frontier;
   };
 
   // An edge of a call's span inside a gap, for splitByThread.
@@ -157,7 +168,8 @@ class DeviceIdleStage final : public AnalysisStage {
   void write(ProcessAnalysis& result) const;
   // Joins a thread's consecutive polls into one blocked call; true when `call` was a poll.
   bool notePoll(const ApiCallEvent& call);
-  void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category);
+  void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category,
+                      uint32_t api_name_id);
   void advance(uint64_t now_ns);
   void prune();
   uint64_t horizon() const;
@@ -179,10 +191,18 @@ class DeviceIdleStage final : public AnalysisStage {
   void noteSyncRecord(const DeviceActivityEvent& record);
   void noteFinisher(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call);
   void noteHtaInterval(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call);
+  // True when a gap of this length would enter the longest-gaps heap (its neighbours are looked
+  // up only then).
+  bool wouldKeep(const DeviceState& device, const IdleGap& gap) const;
   void keepLongest(DeviceState& device, const IdleGap& gap);
+  // The gap's neighbours: the work before and after it, and the launching thread's call.
+  void noteNeighbours(const DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next,
+                      const QueuingCall* next_call) const;
+  void nameNeighbours(IdleGap& gap) const;
 
   AnalysisOptions options_;
   RecordingFacts facts_;
+  const StringTable* strings_ = nullptr;
   CorrelationIndex queued_by_;
   // Per thread, its calls in entry order: a flat map of ring buffers, as every call lands here.
   FlatU64Map<RingQueue<CallSpan>> thread_calls_;
@@ -201,7 +221,6 @@ class DeviceIdleStage final : public AnalysisStage {
   FlatU64Map<RingQueue<HostSpan>> thread_ops_;
   FlatU64Map<RingQueue<HostSpan>> thread_ranges_;
   bool host_ranges_seen_ = false;  // the recording holds host ranges: no op around = outside any op
-  const StringTable* strings_ = nullptr;
   struct HostEdge {
     uint64_t t;
     uint32_t span;  // index in host_spans_

@@ -5,6 +5,7 @@
 #include "analysis/diagnosis_numbers.h"
 #include "analysis/findings.h"
 #include "analysis/gap_histogram.h"
+#include "analysis/kernel_stats.h"
 #include "analysis/quantity_text.h"
 
 #include <algorithm>
@@ -112,10 +113,17 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   }
   if (!measured) out.after_sync_estimated = true;
   for (const IdleGap& gap : device.longest_gaps) {
-    if (gapLength(gap) < limit) continue;
+    if (gapLength(gap) < limit) {
+      // A long gap that the thread spent mostly inside one launch (or copy, event) call.
+      if (gapLength(gap) >= kLongGapNs && gap.by_cause_ns[kLaunch] * 2 > gapLength(gap)) {
+        out.one_time_stalls.push_back(gap);
+      }
+      continue;
+    }
     out.stalls.push_back(gap);
     stall[kHostCpu] += gap.by_cause_ns[kHostCpu];
     stall[kCudaApi] += gap.by_cause_ns[kCudaApi];
+    stall[kLaunch] += gap.by_cause_ns[kLaunch];
     if (gap.after_sync) {
       // The stall is explained as a stall; the sync before it cannot take it as well.
       for (std::size_t c = 0; c < kIdleCauseCount; ++c) {
@@ -134,17 +142,23 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   out.after_sync_hideable_ns += hideable;
   const double pool = after_sync[kHostCpu] + after_sync[kLaunch];
   const double sync_total = std::min(static_cast<double>(hideable), pool);
+  // Launch overhead of long gaps is a slow call, not per-kernel overhead: a one-time stall, as
+  // is all of a stall gap's (which is long too, unless the thresholds say otherwise).
+  const uint64_t long_launch = std::min(cause[kLaunch], std::max(device.launch_overhead_long_gaps_ns, stall[kLaunch]));
+  stall[kLaunch] = long_launch;
   std::array<uint64_t, kIdleCauseCount> taken{};
   for (std::size_t c : {kHostCpu, kLaunch}) {
     taken[c] = static_cast<uint64_t>(std::llround(sync_total * ratio(after_sync[c], pool)));
     taken[c] = std::min(taken[c], minusClamped(cause[c], stall[c]));
   }
 
-  out.warmup_ns += stall[kHostCpu] + stall[kCudaApi];
+  out.warmup_ns += stall[kHostCpu] + stall[kCudaApi] + long_launch;
+  out.long_call_ns += long_launch;
+  out.launch_short_gaps += device.launch_overhead_short_gaps;
   out.sync_points_ns += taken[kHostCpu] + taken[kLaunch] + taken[kCudaApi];
   explainHostParts(device, minusClamped(cause[kHostCpu], stall[kHostCpu] + taken[kHostCpu]), taken[kHostCpu], limit,
                    measured, out);
-  out.launch_overhead_ns += minusClamped(cause[kLaunch], taken[kLaunch]);
+  out.launch_overhead_ns += minusClamped(cause[kLaunch], long_launch + taken[kLaunch]);
   out.cuda_api_ns += minusClamped(cause[kCudaApi], stall[kCudaApi] + taken[kCudaApi]);
   out.pageable_copies_ns += cause[kSyncCopy];
   out.nccl_ns += cause[kNcclHost];
@@ -179,8 +193,9 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
     any = true;
     explainDevice(device, process, thresholds, x);
   }
-  std::sort(x.stalls.begin(), x.stalls.end(),
-            [](const IdleGap& a, const IdleGap& b) { return gapLength(a) > gapLength(b); });
+  const auto longest_first = [](const IdleGap& a, const IdleGap& b) { return gapLength(a) > gapLength(b); };
+  std::sort(x.stalls.begin(), x.stalls.end(), longest_first);
+  std::sort(x.one_time_stalls.begin(), x.one_time_stalls.end(), longest_first);
   return x;
 }
 
@@ -198,7 +213,10 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
     if (passes(x.host_part_ns[static_cast<std::size_t>(part)])) found.push_back(findings::hostPart(process, x, options, part));
   }
   if (passes(x.pageable_copies_ns)) found.push_back(findings::pageableCopies(process, x));
-  if (passes(x.launch_overhead_ns)) found.push_back(findings::launchOverhead(process, x, options));
+  // Many short gaps, or it is not launch overhead (a slow call is warmup's).
+  if (passes(x.launch_overhead_ns) && x.launch_short_gaps >= t.launch_min_gaps) {
+    found.push_back(findings::launchOverhead(process, x, options, t));
+  }
   if (passes(x.sync_points_ns)) found.push_back(findings::syncPoints(process, x));
   const NcclStats& nccl = process.nccl;
   const bool exposed = nccl.comm_ns > 0 && nccl.comm_share_of_busy >= t.nccl_min_comm_share &&
@@ -328,6 +346,35 @@ std::string hostPartOfFinding(const std::string& id) {
   if (id == kFindingHostOther) return hostPartName(HostPart::kOther);
   if (id == kFindingHostUnknown) return hostPartName(HostPart::kUnknown);
   return "";
+}
+
+std::string callText(const GapCall& call) {
+  const std::string name = call.api_name.empty() ? std::string("CUDA call") : call.api_name;
+  return "a " + formatDuration(call.exit_ns - std::min(call.enter_ns, call.exit_ns)) + " " + name;
+}
+
+std::string gapPlace(const IdleGap& gap) {
+  std::string text;
+  const uint64_t length = gap.end_ns - gap.start_ns;
+  const GapCall& q = gap.queued_by;
+  if (gap.call.known && gap.call.in_gap_ns == 0) {
+    text = "thread " + std::to_string(gap.call.thread_id) + " had returned from " + callText(gap.call);
+  } else if (gap.call.known && gap.call.in_gap_ns * 2 >= length) {
+    text = "thread " + std::to_string(gap.call.thread_id) + " in " + callText(gap.call) + " (" +
+           formatDuration(gap.call.in_gap_ns) + " of the gap)";
+    // The launch of the work after the gap, when it is another call that took a real part of it.
+    if (q.known && q.enter_ns != gap.call.enter_ns && q.in_gap_ns * 100 >= length) {
+      text += ", then " + callText(q) + " (" + formatDuration(q.in_gap_ns) + " of the gap)";
+    }
+  } else if (gap.call.known) {
+    // Host work outside CUDA calls: the calls it made are not where the time went. Name the launch
+    // that ended it, which is where the code resumed.
+    text = "thread " + std::to_string(gap.call.thread_id) + " mostly outside CUDA calls, then " +
+           callText(q.known ? q : gap.call);
+  }
+  if (!gap.before.name.empty()) text += (text.empty() ? "" : "; ") + std::string("after ") + shortKernelName(gap.before.name, 60);
+  if (!gap.after.name.empty()) text += (text.empty() ? "" : "; ") + std::string("before ") + shortKernelName(gap.after.name, 60);
+  return text;
 }
 
 std::string causeOfFinding(const std::string& id) {

@@ -7,8 +7,11 @@
 //
 // Every idle nanosecond of a device is explained by exactly one finding (explainIdle), so the
 // shares a report prints add up to 100 % and the ranking is by the idle time each fix can win:
-//   - warmup:          host_cpu and cuda_api time of mid-run stalls: gaps far longer than the
-//                      process's typical long gap (compile, recompile on a new shape, a checkpoint);
+//   - warmup:          host_cpu, cuda_api and launch_overhead time of mid-run stalls: gaps far
+//                      longer than the process's typical long gap (compile, recompile on a new
+//                      shape, a checkpoint); and the launch_overhead time of every gap of 1.024 ms
+//                      or more (kLongGapNs): the launching thread sat in one slow launch, copy or
+//                      event call, a one-time stall (module load, lazy init, JIT), not overhead;
 //   - sync_points:     after-sync idle the host could have hidden had it not waited: per gap, up
 //                      to the time the draining call blocked, taken from the host_cpu and
 //                      launch_overhead time of after-sync gaps (time inside a CUDA call is
@@ -17,7 +20,8 @@
 //                      the host was doing (HostPart): inside data loading, inside framework ops,
 //                      outside any op, or not known (no host events); stall and sync time taken
 //                      from each part in proportion to that part's time in those gaps;
-//   - launch_overhead: the rest of launch_overhead;
+//   - launch_overhead: the rest of launch_overhead: that of gaps under 1.024 ms, reported only
+//                      when at least `launch_min_gaps` such gaps carry it (many short gaps);
 //   - cuda_api:        the rest of cuda_api;
 //   - pageable_copies: sync_copy;       - nccl: nccl_host;       - dependency: dependency.
 // A finding is reported when the idle it explains passes its threshold (DiagnosisThresholds;
@@ -60,6 +64,9 @@ struct DiagnosisThresholds {
   // ... and at least this many times the typical long gap (the upper bound of the log2 bucket
   // holding the median of the gaps of 1 ms or more).
   double stall_factor = 8.0;
+  // Launch overhead is a finding only when at least this many gaps under kLongGapNs carry it: it
+  // is the cost of many small launches, never of one slow call.
+  uint64_t launch_min_gaps = 20;
   // Start-up alone (no stall) makes a warmup finding when it is at least this long and this share
   // of start-up + window.
   uint64_t leading_min_ns = 10'000'000'000;
@@ -87,6 +94,13 @@ struct IdleExplanation {
   uint64_t after_sync_hideable_ns = 0;  // before capping at the host time of after-sync gaps
   bool after_sync_estimated = false;    // the engine did not fill the after-sync details
   std::vector<IdleGap> stalls;          // the stall gaps, longest first
+  // Launch overhead by gap length: that of gaps of kLongGapNs or more (warmup's, a one-time stall
+  // in a call), and the number of shorter gaps that carry some.
+  uint64_t long_call_ns = 0;
+  uint64_t launch_short_gaps = 0;
+  // Of the longest gaps, those of kLongGapNs or more that are not stalls and in which the thread
+  // sat mostly in one launch, copy or event call, longest first.
+  std::vector<IdleGap> one_time_stalls;
   uint64_t typical_long_gap_ns = 0;     // 0: no gap of 1 ms or more
   uint64_t stall_limit_ns = 0;          // gaps this long or longer were stalls
 
@@ -109,6 +123,15 @@ void diagnoseReport(AnalysisReport& report, const DiagnosisThresholds& threshold
 // The first line of a report: "GPU idle 80.5% of the time; 76% of it waiting on the data pipeline
 // (host CPU)", or what the recording cannot tell.
 std::string verdict(const ProcessAnalysis& process);
+
+// "a 3.06 s cudaLaunchKernel": a gap's call, by its length and API name.
+std::string callText(const GapCall& call);
+
+// Where a gap is, for a reader to find it in the code: "thread 12 in a 3.06 s cudaLaunchKernel
+// (3.06 s of the gap); after <kernel>; before <kernel>" (kernel names shortened). A thread that
+// spent most of the gap in no call is "mostly outside CUDA calls, then <the launch after it>"; one
+// whose work was queued before the gap "had returned from" that call.
+std::string gapPlace(const IdleGap& gap);
 
 // The idle causes each finding id stands for (for comparing with ground truth): "host_cpu" for
 // the four host findings and warmup, "after_sync" for sync_points, "" for straggler.

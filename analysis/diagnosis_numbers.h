@@ -23,6 +23,7 @@ inline constexpr std::size_t kDependency = static_cast<std::size_t>(IdleCause::k
 // on. Below that, gaps are launch and sync noise that would make every host pause look like a
 // stall.
 inline constexpr std::size_t kFirstLongBucket = 11;  // [1.024 ms, 2.048 ms)
+// kLongGapNs (analysis_result.h) is this bucket's lower bound.
 
 inline uint64_t gapLength(const IdleGap& gap) { return gap.end_ns - gap.start_ns; }
 

@@ -2,6 +2,7 @@
 #include "analysis/findings.h"
 
 #include "analysis/diagnosis_numbers.h"
+#include "analysis/kernel_stats.h"
 #include "analysis/process_summary.h"
 #include "analysis/quantity_text.h"
 #include "analysis/sync_advice.h"
@@ -87,11 +88,23 @@ void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_id
   std::string text = formatCount(s.count) + (s.count == 1 ? " call, " : " calls, ") + formatDuration(s.total_ns) +
                      " blocked, p50 " + formatDuration(s.p50_ns);
   if (with_idle_after) text += ", " + formatDuration(s.idle_after_ns) + " idle after";
-  f.evidence(std::string(syncPointName(s.kind)), text);
+  if (s.small_reads > 0 && !mostlySmallReads(s)) {
+    text += "; " + formatCount(s.small_reads) + " of them reads of values (to the host, at most 64 KiB)";
+  }
+  f.evidence(syncTypeLabel(s), text);
   const std::string key = syncPointKey(s.kind);
   f.number(key + "_calls", static_cast<double>(s.count));
   f.number(key + "_blocked_ns", static_cast<double>(s.total_ns));
   if (with_idle_after) f.number(key + "_idle_after_ns", static_cast<double>(s.idle_after_ns));
+}
+
+// The gap's largest cause.
+std::size_t mainCause(const IdleGap& gap) {
+  std::size_t best = 0;
+  for (std::size_t c = 1; c < kIdleCauseCount; ++c) {
+    if (gap.by_cause_ns[c] > gap.by_cause_ns[best]) best = c;
+  }
+  return best;
 }
 
 }  // namespace
@@ -218,7 +231,7 @@ Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const Analy
                                          : "the recording holds no host events (ops, annotations, Python stacks)"));
       const double long_share = ratio(static_cast<double>(split.unknown_in_long_gaps_ns), static_cast<double>(unknown));
       f.evidence("shape (a hint, not a cause)",
-                 formatPercent(long_share) + " of it in gaps of 1 ms or more, as per-step host work (data loading, "
+                 formatPercent(long_share) + " of it in gaps of 1.02 ms or more, as per-step host work (data loading, "
                  "logging, evaluation) makes; " + formatPercent(1.0 - long_share) +
                  " in shorter gaps, as op dispatch between kernels makes");
       f.number("unknown_in_long_gaps_ns", static_cast<double>(split.unknown_in_long_gaps_ns));
@@ -273,12 +286,36 @@ Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x) {
   return f.take();
 }
 
-Finding launchOverhead(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o) {
+Finding launchOverhead(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o,
+                       const DiagnosisThresholds& t) {
   const LaunchStats& l = p.launches;
   FindingBuilder f(kFindingLaunchOverhead, "in kernel launch overhead (tiny kernels)", x.launch_overhead_ns, x);
   f.evidence("launch overhead idle", shareOfIdle(x.launch_overhead_ns, x) + ", in gaps shorter than " +
-                                         formatDuration(o.launch_threshold_ns) + " while the host launched");
+                                         formatDuration(o.launch_threshold_ns) + " or inside launch calls");
   f.number("launch_overhead_idle_ns", static_cast<double>(x.launch_overhead_ns));
+  // The rule that makes it a finding: many short gaps, never one slow call.
+  f.evidence("from many short gaps", formatCount(x.launch_short_gaps) + " gaps under " + formatDuration(kLongGapNs) +
+                                         " carry it (a finding needs " + formatCount(t.launch_min_gaps) +
+                                         "; launch calls in longer gaps are one-time stalls)");
+  f.number("launch_overhead_gaps", static_cast<double>(x.launch_short_gaps));
+  f.number("launch_min_gaps", static_cast<double>(t.launch_min_gaps));
+  if (x.long_call_ns > 0) {
+    f.evidence("left to one-time stalls", formatDuration(x.long_call_ns) + " in launch calls of gaps of " +
+                                              formatDuration(kLongGapNs) + " or more (see warmup)");
+    f.number("long_call_ns", static_cast<double>(x.long_call_ns));
+  }
+  // The kernels a reader would fuse or capture: the short ones that run most often.
+  if (!p.kernels.short_by_count.empty()) {
+    std::string names;
+    const std::size_t shown = std::min<std::size_t>(3, p.kernels.short_by_count.size());
+    for (std::size_t i = 0; i < shown; ++i) {
+      const KernelStats& k = p.kernels.short_by_count[i];
+      names += (i ? "; " : "") + shortKernelName(k.name, 60) + " x" + formatCount(k.count) + ", median " +
+               formatDuration(k.median_ns);
+    }
+    f.evidence("short kernels, most frequent", names);
+    f.number("short_kernel_names", static_cast<double>(p.kernels.short_by_count.size()));
+  }
   // The buckets that start below the launch threshold hold the gaps it calls launch overhead.
   std::size_t end = 0;
   while (end < GapHistogram::kBucketCount && GapHistogram::lowerNs(end) < o.launch_threshold_ns) ++end;
@@ -325,7 +362,7 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
                    [](const SyncTypeStats* a, const SyncTypeStats* b) { return a->idle_after_ns > b->idle_after_ns; });
   if (drainers.size() > 3) drainers.resize(3);
   std::string title = "after sync points that drained the queue";
-  if (!drainers.empty()) title += " (mostly " + std::string(syncPointName(drainers.front()->kind)) + ")";
+  if (!drainers.empty()) title += " (mostly " + syncTypeLabel(*drainers.front()) + ")";
   FindingBuilder f(kFindingSyncPoints, title, x.sync_points_ns, x);
   uint64_t after_sync_gaps = 0;
   for (const DeviceAnalysis& d : p.devices) after_sync_gaps += d.after_sync_gaps;
@@ -395,9 +432,39 @@ Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_o
 
 Finding warmup(const IdleExplanation& x) {
   const bool stalls = !x.stalls.empty();
-  FindingBuilder f(kFindingWarmup,
-                   stalls ? "in compile / warm-up stalls" : "in a long start-up before the first GPU work (compile, warm-up)",
-                   x.warmup_ns, x);
+  // The gap the title names: the longest stall, or one-time stall in a call.
+  std::vector<IdleGap> shown = x.stalls;
+  shown.insert(shown.end(), x.one_time_stalls.begin(), x.one_time_stalls.end());
+  std::stable_sort(shown.begin(), shown.end(), [](const IdleGap& a, const IdleGap& b) { return gapLength(a) > gapLength(b); });
+  const IdleGap* lead = shown.empty() ? nullptr : &shown.front();
+  // The thread sat in a call (a launch, a malloc, a module load), not in Python: a one-time stall.
+  const bool in_call = lead && lead->call.known && lead->call.in_gap_ns > 0 &&
+                       (mainCause(*lead) == kLaunch || mainCause(*lead) == kCudaApi);
+  std::string title;
+  if (in_call) {
+    title = std::string(shown.size() == 1 ? "in a one-time stall: " : "in one-time stalls, the longest ") +
+            callText(lead->call) + (lead->after.name.empty() ? "" : " before " + shortKernelName(lead->after.name, 60));
+  } else if (stalls) {
+    title = "in compile / warm-up stalls";
+  } else if (x.long_call_ns > 0 && x.leading_ns == 0) {
+    title = "in one-time stalls inside launch calls";
+  } else {
+    title = "in a long start-up before the first GPU work (compile, warm-up)";
+  }
+  FindingBuilder f(kFindingWarmup, title, x.warmup_ns, x);
+  for (std::size_t i = 0; i < shown.size() && i < 3; ++i) {
+    const IdleGap& gap = shown[i];
+    const std::string place = gapPlace(gap);
+    f.evidence(i == 0 ? "longest" : "then", formatDuration(gapLength(gap)) + (place.empty() ? "" : ": " + place));
+  }
+  // Worth a line when it is a real part of the finding, not a few launches at stalls' edges.
+  if (!x.one_time_stalls.empty() || (x.long_call_ns > 0 && x.long_call_ns * 10 >= x.warmup_ns)) {
+    f.evidence("in slow launch calls", formatDuration(x.long_call_ns) +
+                                           " of launch_overhead in gaps of 1.02 ms or more: one slow call, not overhead "
+                                           "per kernel");
+    f.number("long_call_ns", static_cast<double>(x.long_call_ns));
+    f.number("one_time_stalls", static_cast<double>(x.one_time_stalls.size()));
+  }
   if (stalls) {
     std::string lengths;
     uint64_t total = 0;
@@ -420,8 +487,17 @@ Finding warmup(const IdleExplanation& x) {
                                " of the run; not counted as idle)");
   }
   f.number("leading_ns", static_cast<double>(x.leading_ns));
-  f.fix("Warm up before timing and keep shapes fixed: compile before the timed loop; pad or bucket sequence "
-        "lengths so torch.compile does not recompile on new shapes (or mark the dimension dynamic).");
+  std::string fix;
+  if (in_call || (!stalls && x.long_call_ns > 0)) {
+    fix = "Likely one-time set-up inside the call (indirect: the trace shows the call's length, not why): lazy "
+          "module loading (a kernel's module loads on its first launch), a JIT compile of PTX for this GPU, a "
+          "library's first call (cuBLAS / cuDNN handles, autotuning). Check whether it recurs: if only the first "
+          "launch of each kernel is slow, warm up before timing (or CUDA_MODULE_LOADING=EAGER); if it recurs, "
+          "look for recompiles or new shapes. ";
+  }
+  fix += "Warm up before timing and keep shapes fixed: compile before the timed loop; pad or bucket sequence "
+         "lengths so torch.compile does not recompile on new shapes (or mark the dimension dynamic).";
+  f.fix(fix);
   return f.take();
 }
 

@@ -13,7 +13,8 @@ namespace gapwatch::analysis::findings {
 // framework_overhead, host_other or host_unknown.
 Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o, HostPart part);
 Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x);
-Finding launchOverhead(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o);
+Finding launchOverhead(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o,
+                       const DiagnosisThresholds& t);
 Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x);
 // exposure_only: no NCCL host idle passed the threshold; the kernels' share of busy time did.
 Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_only);

@@ -13,7 +13,23 @@ constexpr const char* kValueReadAdvice =
     "synchronizes wait for the whole queue: read every N steps, and keep running sums (the loss, "
     "metrics) on the GPU.";
 
+// A copy type with some reads of values among copies of data: the data's advice, then this.
+std::string mixedReadsAdvice(const SyncTypeStats& stats) {
+  if (stats.small_reads == 0) return "";
+  return " The " + std::to_string(stats.small_reads) +
+         " reads of values among them (copies to the host of at most 64 KiB) wait for the queue, not for "
+         "memory: read them less often.";
+}
+
 }  // namespace
+
+std::string syncTypeLabel(const SyncTypeStats& stats) {
+  if (mostlySmallReads(stats)) {
+    if (stats.kind == SyncPointKind::kPageableAsyncCopy) return "reads of values";
+    if (stats.kind == SyncPointKind::kSyncCopy) return "memcpy value reads";
+  }
+  return std::string(syncPointName(stats.kind));
+}
 
 bool mostlySmallReads(const SyncTypeStats& stats) {
   return stats.count > 0 && stats.small_reads * 2 >= stats.count;
@@ -32,11 +48,13 @@ std::string syncAdvice(const SyncTypeStats& stats) {
     case SyncPointKind::kSyncCopy:
       if (mostlySmallReads(stats)) return kValueReadAdvice;
       return "Synchronous copies block the host until the queue drains: copy from pinned memory with "
-             "cudaMemcpyAsync (tensor.pin_memory(), then .to(device, non_blocking=True)).";
+             "cudaMemcpyAsync (tensor.pin_memory(), then .to(device, non_blocking=True))." +
+             mixedReadsAdvice(stats);
     case SyncPointKind::kPageableAsyncCopy:
       if (mostlySmallReads(stats)) return kValueReadAdvice;
       return "Async copies from pageable memory block: pin the host buffers (DataLoader(pin_memory=True), "
-             "tensor.pin_memory()) so that non_blocking=True copies overlap the GPU's work.";
+             "tensor.pin_memory()) so that non_blocking=True copies overlap the GPU's work." +
+             mixedReadsAdvice(stats);
     case SyncPointKind::kMemset:
       return "Memsets that blocked: clear device memory with cudaMemsetAsync on the stream (torch.zeros on "
              "the device), not through host or pageable memory.";

@@ -18,6 +18,12 @@ namespace gapwatch::analysis {
 // kSmallReadBytes: reads of a value, whose fix is to read less often, not to pin memory.
 bool mostlySmallReads(const SyncTypeStats& stats);
 
+// What a report calls the type: its name (syncPointName), except for copies that are mostly
+// small reads: "reads of values" (async copies into pageable memory, what .item() makes) and
+// "memcpy value reads" (synchronous copies). Naming them after pageable memory sends the reader to
+// pin_memory, which would not help: they wait for the queue, not for the copy.
+std::string syncTypeLabel(const SyncTypeStats& stats);
+
 // One sentence: what to change about this type of sync point, given its own numbers.
 std::string syncAdvice(const SyncTypeStats& stats);
 

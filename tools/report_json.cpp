@@ -2,11 +2,13 @@
 #include "tools/report_json.h"
 
 #include "analysis/diagnosis.h"
+#include "analysis/sync_advice.h"
 #include "reader/enum_labels.h"
 #include "analysis/gap_histogram.h"
 
 #include <gapwatch/recording_format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -96,6 +98,58 @@ json findingJson(const analysis::Finding& f) {
           {"fix", f.fix}};
 }
 
+json gapActivityJson(const analysis::GapActivity& a) {
+  const char* kind = a.kind == v1::ACTIVITY_KIND_KERNEL   ? "kernel"
+                     : a.kind == v1::ACTIVITY_KIND_MEMCPY ? "memcpy"
+                     : a.kind == v1::ACTIVITY_KIND_MEMSET ? "memset"
+                                                          : nullptr;
+  if (!kind) return nullptr;
+  return {{"kind", kind},
+          {"name", a.name},
+          {"start_ns", a.start_ns},
+          {"end_ns", a.end_ns},
+          {"stream", a.stream},
+          {"correlation_id", a.correlation_id},
+          {"bytes", a.bytes}};
+}
+
+json gapCallJson(const analysis::GapCall& c) {
+  if (!c.known) return nullptr;
+  return {{"api_name", c.api_name},
+          {"thread_id", c.thread_id},
+          {"enter_ns", c.enter_ns},
+          {"exit_ns", c.exit_ns},
+          {"ns", c.exit_ns - std::min(c.enter_ns, c.exit_ns)},
+          {"in_gap_ns", c.in_gap_ns}};
+}
+
+json kernelStatsJson(const std::vector<analysis::KernelStats>& rows) {
+  json out = json::array();
+  for (const analysis::KernelStats& k : rows) {
+    out.push_back({{"name", k.name},
+                   {"count", k.count},
+                   {"total_ns", k.total_ns},
+                   {"busy_share", k.busy_share},
+                   {"mean_ns", k.meanNs()},
+                   {"median_ns", k.median_ns},
+                   {"min_ns", k.min_ns},
+                   {"max_ns", k.max_ns},
+                   {"under_20us", k.under_20us},
+                   {"shorter_than_launch", k.shorter_than_launch},
+                   {"short", k.short_kernel}});
+  }
+  return out;
+}
+
+json kernelsJson(const analysis::KernelTable& t) {
+  return {{"kernels", t.kernels},
+          {"distinct", t.distinct},
+          {"total_ns", t.total_ns},
+          {"busy_ns", t.busy_ns},
+          {"top_by_time", kernelStatsJson(t.top_by_time)},
+          {"short_by_count", kernelStatsJson(t.short_by_count)}};
+}
+
 json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
   json gaps = json::array();
   for (const analysis::IdleGap& g : d.longest_gaps) {
@@ -104,7 +158,11 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
                     {"ns", g.end_ns - g.start_ns},
                     {"after_sync", g.after_sync},
                     {"by_cause", causesJson(g.by_cause_ns)},
-                    {"host_cpu_by_part", partsJson(g.host_by_part_ns)}});
+                    {"host_cpu_by_part", partsJson(g.host_by_part_ns)},
+                    {"before", gapActivityJson(g.before)},
+                    {"after", gapActivityJson(g.after)},
+                    {"call", gapCallJson(g.call)},
+                    {"queued_by", gapCallJson(g.queued_by)}});
   }
   json streams = json::array();
   for (const analysis::StreamIdle& s : d.streams) {
@@ -138,7 +196,9 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
           {"histogram", histogramJson(d.gaps)},
           {"longest_gaps", gaps},
           {"hta_idle_by_stream", streams},
-          {"work_without_call", d.work_without_call}};
+          {"work_without_call", d.work_without_call},
+          {"launch_overhead_long_gaps_ns", d.launch_overhead_long_gaps_ns},
+          {"launch_overhead_short_gaps", d.launch_overhead_short_gaps}};
 }
 
 json syncPointsJson(const ProcessAnalysis& p) {
@@ -150,6 +210,7 @@ json syncPointsJson(const ProcessAnalysis& p) {
     }
     out.push_back({{"type", syncPointKey(s.kind)},
                    {"name", std::string(syncPointName(s.kind))},
+                   {"label", analysis::syncTypeLabel(s)},
                    {"count", s.count},
                    {"total_ns", s.total_ns},
                    {"p50_ns", s.p50_ns},
@@ -337,6 +398,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"devices", devices},
           {"sync_points", syncPointsJson(p)},
           {"launches", launchesJson(p.launches)},
+          {"kernels", kernelsJson(p.kernels)},
           {"nccl", ncclJson(p.nccl)},
           {"steps", stepsJson(p.steps)},
           {"hta", htaJson(p.hta)}};
@@ -380,6 +442,7 @@ json reportJson(const analysis::RunReport& content) {
            {{"min_window_share", t.min_window_share},
             {"stall_min_ns", t.stall_min_ns},
             {"stall_factor", t.stall_factor},
+            {"launch_min_gaps", t.launch_min_gaps},
             {"leading_min_ns", t.leading_min_ns},
             {"leading_share", t.leading_share},
             {"nccl_min_comm_share", t.nccl_min_comm_share},

@@ -2,7 +2,9 @@
 #include "tools/report_terminal.h"
 
 #include "analysis/diagnosis.h"
+#include "analysis/kernel_stats.h"
 #include "analysis/process_summary.h"
+#include "analysis/sync_advice.h"
 #include "analysis/sync_stats.h"
 #include "tools/text_format.h"
 
@@ -306,6 +308,19 @@ void printLongestGaps(const DeviceAnalysis& d, const analysis::AnalysisOptions& 
   for (const analysis::IdleGap& gap : d.longest_gaps) {
     out << "  " << padRight("", 19) << padLeft(formatDuration(gap.end_ns - gap.start_ns), 10)
         << padLeft("+" + formatDuration(gap.start_ns - d.window_start_ns), 12) << "   " << causesText(gap) << '\n';
+    // Where it is: the launching thread's call and the work on either side.
+    if (gap.call.known) {
+      // gapPlace's first part: the thread, its call, and the launch after it when another call.
+      std::string where = analysis::gapPlace(gap);
+      const std::size_t end = where.find("; ");
+      out << "  " << padRight("", 22) << printable(where.substr(0, end)) << '\n';
+    }
+    if (!gap.before.name.empty()) {
+      out << "  " << padRight("", 22) << "after  " << printable(analysis::shortKernelName(gap.before.name)) << '\n';
+    }
+    if (!gap.after.name.empty()) {
+      out << "  " << padRight("", 22) << "before " << printable(analysis::shortKernelName(gap.after.name)) << '\n';
+    }
   }
 }
 
@@ -401,10 +416,20 @@ void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
       << padLeft("p99", 11) << padLeft("idle after", 12) << '\n';
   for (const analysis::SyncTypeStats& s : p.sync_points) {
     if (s.count == 0) continue;
-    out << "  " << padRight(std::string(syncPointName(s.kind)), 22) << padLeft(formatCount(s.count), 9)
+    out << "  " << padRight(analysis::syncTypeLabel(s), 22) << padLeft(formatCount(s.count), 9)
         << padLeft(formatDuration(s.total_ns), 11) << padLeft(formatDuration(s.p50_ns), 11)
         << padLeft(formatDuration(s.p99_ns), 11)
         << padLeft(p.device_timeline ? formatDuration(s.idle_after_ns) : "-", 12) << '\n';
+    // Reads of a value wait for the queue, not for the copy: say so, so that no one pins memory
+    // for them.
+    if (s.small_reads > 0 && analysis::mostlySmallReads(s)) {
+      out << "    " << formatCount(s.small_reads) << " of " << formatCount(s.count)
+          << " copies to the host of at most 64 KiB (.item(), .cpu() of a value): read less often; pinning "
+             "would not help\n";
+    } else if (s.small_reads > 0) {
+      out << "    " << formatCount(s.small_reads) << " of them reads of values (to the host, at most 64 KiB): "
+          << "read those less often; pinning helps only the others\n";
+    }
     // A loop's count says little alone: how many times it asked, and for how long it spun.
     if (s.polls > 0)
       out << "    " << formatCount(s.polls) << (s.polls == 1 ? " poll" : " polls") << " over "
@@ -464,6 +489,36 @@ void printLaunches(const ProcessAnalysis& p, const analysis::AnalysisOptions& op
     out << "  " << padRight("host between launches", 22) << "median " << bucketLabel(median) << " ("
         << formatCount(l.host_launch_gaps.count()) << " intervals)\n";
   }
+}
+
+void printKernelRows(const std::vector<analysis::KernelStats>& rows, std::ostream& out) {
+  for (const analysis::KernelStats& k : rows) {
+    out << "  " << padRight(printable(analysis::shortKernelName(k.name, 58)), 60) << padLeft(formatCount(k.count), 9)
+        << padLeft(formatDuration(k.total_ns), 11) << padLeft(formatPercent(k.busy_share), 9)
+        << padLeft(formatDuration(k.meanNs()), 11) << padLeft(formatDuration(k.median_ns), 11)
+        << (k.short_kernel ? "  short" : "") << '\n';
+  }
+}
+
+// The kernels that took the device's time, and the short ones that run most often (the ones a
+// launch-bound loop would fuse or capture).
+void printKernels(const ProcessAnalysis& p, const analysis::AnalysisOptions& options, std::ostream& out) {
+  const analysis::KernelTable& t = p.kernels;
+  if (!p.device_timeline || t.kernels == 0) return;
+  out << '\n';
+  row(out, "kernels") << plural(t.kernels, "run", "runs") << " of " << plural(t.distinct, "name", "names") << ", "
+                      << formatDuration(t.total_ns) << " of device time ("
+                      << formatPercent(ratio(static_cast<double>(t.total_ns), static_cast<double>(t.busy_ns)))
+                      << " of busy; overlapping kernels count twice)\n";
+  out << "  " << padRight("top " + std::to_string(t.top_by_time.size()) + " by device time", 60) << padLeft("count", 9)
+      << padLeft("time", 11) << padLeft("of busy", 9) << padLeft("mean", 11) << padLeft("median", 11) << '\n';
+  printKernelRows(t.top_by_time, out);
+  if (!t.short_by_count.empty()) {
+    out << "  short kernels by count\n";
+    printKernelRows(t.short_by_count, out);
+  }
+  out << "  short = most runs under " << formatDuration(analysis::KernelStatsStage::kShortKernelNs)
+      << " or shorter than their launch call; " << "top " << options.top_n << " (--top)\n";
 }
 
 void printNccl(const ProcessAnalysis& p, std::ostream& out) {
@@ -622,6 +677,7 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   printDevices(p, content.analysis.options, style, out);
   printSyncPoints(p, out);
   printLaunches(p, content.analysis.options, out);
+  printKernels(p, content.analysis.options, out);
   printNccl(p, out);
   printSteps(p, out);
   printHta(p, out);

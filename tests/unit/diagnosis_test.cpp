@@ -2,6 +2,7 @@
 // its threshold and not below, a healthy run has none, findings are ranked by the idle they
 // explain, that idle adds up to the device's idle, and no finding comes without numbers and a fix.
 #include "analysis/diagnosis.h"
+#include "analysis/sync_advice.h"
 
 #include <catch2/catch.hpp>
 
@@ -39,6 +40,14 @@ ProcessAnalysis processWith(std::array<uint64_t, kIdleCauseCount> by_cause, uint
   d.idle_fraction = static_cast<double>(d.idle_ns) / kWindow;
   d.kernels = 1000;
   for (uint64_t i = 0; i < gaps && d.idle_ns > 0; ++i) d.gaps.add(d.idle_ns / gaps);
+  // As the engine splits launch overhead: gaps of 1.024 ms or more hold a slow call's, shorter
+  // ones count as gaps that carry some.
+  const uint64_t launch = by_cause[at(IdleCause::kLaunchOverhead)];
+  if (launch > 0 && gaps > 0 && d.idle_ns / gaps >= kLongGapNs) {
+    d.launch_overhead_long_gaps_ns = launch;
+  } else if (launch > 0) {
+    d.launch_overhead_short_gaps = gaps;
+  }
   p.devices.push_back(d);
   for (std::size_t k = 0; k < kSyncPointKindCount; ++k) {
     SyncTypeStats s;
@@ -125,7 +134,8 @@ TEST_CASE("each cause becomes a finding above the threshold and not below") {
                {IdleCause::kCudaApi, kFindingCudaApi},           {IdleCause::kDependency, kFindingDependency}};
   for (const auto& c : cases) {
     INFO(c.finding);
-    const ProcessAnalysis above = diagnosed(processWith(only(c.cause, 6 * kMs)));
+    // 100 gaps: launch overhead is a finding only from many short gaps.
+    const ProcessAnalysis above = diagnosed(processWith(only(c.cause, 6 * kMs), 100));
     REQUIRE(ids(above) == std::vector<std::string>{c.finding});
     CHECK(above.findings[0].idle_ns == 6 * kMs);
     CHECK(above.findings[0].idle_share == Approx(1.0));
@@ -149,7 +159,8 @@ TEST_CASE("findings are ranked by the idle time each explains, and the verdict n
   causes[at(IdleCause::kLaunchOverhead)] = 10 * kMs;
   causes[at(IdleCause::kHostCpu)] = 50 * kMs;
   causes[at(IdleCause::kSyncCopy)] = 20 * kMs;
-  ProcessAnalysis p = diagnosed(processWith(causes));
+  // 200 gaps of 400 us: the launch overhead comes from many short gaps.
+  ProcessAnalysis p = diagnosed(processWith(causes, 200));
   CHECK(ids(p) == std::vector<std::string>{kFindingHostUnknown, kFindingPageableCopies, kFindingLaunchOverhead});
   CHECK(p.findings[0].idle_share == Approx(50.0 / 80.0));
   CHECK(verdict(p) == "GPU idle 80.0% of the time; 63% of it in host work outside CUDA calls, of unknown kind (no host events)");
@@ -163,7 +174,7 @@ TEST_CASE("the findings' idle adds up to the device's idle, each nanosecond expl
   causes[at(IdleCause::kCudaApi)] = 1 * kMs;
   causes[at(IdleCause::kNcclHost)] = 2 * kMs;
   causes[at(IdleCause::kDependency)] = 1 * kMs;
-  ProcessAnalysis p = processWith(causes);
+  ProcessAnalysis p = processWith(causes, 100);  // short gaps: their launch overhead is the sync's to take
   afterSync(p, IdleCause::kHostCpu, 20 * kMs, 12 * kMs, 40);
   afterSync(p, IdleCause::kLaunchOverhead, 4 * kMs, 4 * kMs, 40);
   const IdleExplanation x = explainIdle(p);
@@ -556,4 +567,63 @@ TEST_CASE("a stall takes its host time from the parts its own gap holds") {
   const IdleExplanation x = explainIdle(p);
   CHECK(x.warmup_ns == 40 * kMs);
   CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{0, 20 * kMs, 0, 0});
+}
+
+TEST_CASE("launch overhead is a finding only from many short gaps") {
+  SECTION("100 short gaps carry it: a finding that states the rule") {
+    const ProcessAnalysis p = diagnosed(processWith(only(IdleCause::kLaunchOverhead, 6 * kMs), 100));
+    REQUIRE(ids(p) == std::vector<std::string>{kFindingLaunchOverhead});
+    CHECK(number(p.findings[0], "launch_overhead_gaps") == 100);
+    CHECK(number(p.findings[0], "launch_min_gaps") == 20);
+  }
+  SECTION("the same idle in 10 short gaps is too few to call overhead") {
+    CHECK(diagnosed(processWith(only(IdleCause::kLaunchOverhead, 6 * kMs), 10)).findings.empty());
+  }
+  SECTION("the same idle in two long gaps is a slow call: a one-time stall") {
+    ProcessAnalysis p = processWith(only(IdleCause::kLaunchOverhead, 6 * kMs), 2);
+    IdleGap gap;
+    gap.start_ns = p.devices[0].window_start_ns + 10 * kMs;
+    gap.end_ns = gap.start_ns + 3 * kMs;
+    gap.by_cause_ns[at(IdleCause::kLaunchOverhead)] = 3 * kMs;
+    gap.call.known = true;
+    gap.call.api_name = "cudaLaunchKernel";
+    gap.call.thread_id = 7;
+    gap.call.enter_ns = gap.start_ns;
+    gap.call.exit_ns = gap.end_ns;
+    gap.call.in_gap_ns = 3 * kMs;
+    gap.after.kind = v1::ACTIVITY_KIND_KERNEL;
+    gap.after.name = "void conv_kernel<float>(float*)";
+    p.devices[0].longest_gaps = {gap, gap};
+    diagnose(p, AnalysisOptions{});
+    REQUIRE(ids(p) == std::vector<std::string>{kFindingWarmup});
+    const Finding& f = p.findings[0];
+    CHECK(f.idle_ns == 6 * kMs);
+    CHECK(f.title == "in one-time stalls, the longest a 3.00 ms cudaLaunchKernel before conv_kernel<float>");
+    CHECK(number(f, "long_call_ns") == 6 * kMs);
+    CHECK(f.fix.find("Likely") != std::string::npos);
+  }
+}
+
+TEST_CASE("small reads to the host are called reads of values wherever a sync type is named") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 30 * kMs), 100);
+  afterSync(p, IdleCause::kHostCpu, 30 * kMs, 30 * kMs, 100, SyncPointKind::kPageableAsyncCopy);
+  SyncTypeStats& s = p.sync_points[static_cast<std::size_t>(SyncPointKind::kPageableAsyncCopy)];
+  s.small_reads = 100;
+  CHECK(syncTypeLabel(s) == "reads of values");
+  diagnose(p, AnalysisOptions{});
+  const Finding& f = finding(p, kFindingSyncPoints);
+  CHECK(f.title == "after sync points that drained the queue (mostly reads of values)");
+  CHECK(f.fix.find("read every N steps") != std::string::npos);
+  CHECK(f.fix.find("pin") == std::string::npos);
+  bool named = false;
+  for (const auto& [name, value] : f.evidence) named = named || name == "reads of values";
+  CHECK(named);
+
+  SECTION("a few reads among copies of data keep the pinning advice, and get their own") {
+    s.small_reads = 10;
+    CHECK(syncTypeLabel(s) == "async copy, pageable");
+    const std::string advice = syncAdvice(s);
+    CHECK(advice.find("pin the host buffers") != std::string::npos);
+    CHECK(advice.find("The 10 reads of values among them") != std::string::npos);
+  }
 }

@@ -151,3 +151,40 @@ TEST_CASE("the document is written indented, ending in a newline, and invalid UT
   CHECK(text.back() == '\n');
   CHECK(json::parse(text)["processes"][0]["host"] == "bad\xef\xbf\xbd" "byte");
 }
+
+TEST_CASE("a longest gap carries its neighbours and its call, and a process its kernels table") {
+  RunReport content = dataBoundContent();
+  ProcessAnalysis& p = content.analysis.processes[0];
+  IdleGap& gap = p.devices[0].longest_gaps[0];
+  gap.before.kind = v1::ACTIVITY_KIND_KERNEL;
+  gap.before.name = "gemm";
+  gap.after.kind = v1::ACTIVITY_KIND_MEMCPY;
+  gap.after.name = "memcpy HtoD 4 B";
+  gap.after.bytes = 4;
+  gap.call = {true, 0, "cudaLaunchKernel", 12, 20 * kMs, 27 * kMs, 7 * kMs};
+  KernelStats k;
+  k.name = "gemm";
+  k.count = 3;
+  k.total_ns = 6 * kMs;
+  k.busy_share = 0.3;
+  p.kernels.kernels = 3;
+  p.kernels.top_by_time.push_back(k);
+  const json doc = cli::reportJson(content);
+  const json g = doc["processes"][0]["devices"][0]["longest_gaps"][0];
+  CHECK(g["before"]["kind"] == "kernel");
+  CHECK(g["before"]["name"] == "gemm");
+  CHECK(g["after"]["kind"] == "memcpy");
+  CHECK(g["after"]["bytes"] == 4);
+  CHECK(g["call"]["api_name"] == "cudaLaunchKernel");
+  CHECK(g["call"]["ns"] == 7 * kMs);
+  CHECK(g["call"]["in_gap_ns"] == 7 * kMs);
+  CHECK(g["queued_by"].is_null());  // not recorded
+  const json kernels = doc["processes"][0]["kernels"];
+  CHECK(kernels["kernels"] == 3);
+  REQUIRE(kernels["top_by_time"].size() == 1);
+  CHECK(kernels["top_by_time"][0]["name"] == "gemm");
+  CHECK(kernels["top_by_time"][0]["mean_ns"] == 2 * kMs);
+  CHECK(kernels["short_by_count"].is_array());
+  CHECK(doc["processes"][0]["sync_points"][0]["label"] == "stream synchronize");
+  CHECK(doc["thresholds"]["launch_min_gaps"] == 20);
+}
