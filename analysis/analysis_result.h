@@ -359,6 +359,46 @@ struct RankWait {        // across ranks: whom the others waited for in collecti
   uint64_t waited_for_ns = 0;  // time other ranks' NCCL kernels ran before this rank's started
   uint64_t collectives_last = 0;  // collectives in which this rank arrived last
   uint64_t waited_ns = 0;  // this rank's own wait: the last rank's start - its start, summed
+  // The arrival data the straggler test reads (docs/analysis.md, "Across ranks"), kept as a few
+  // numbers per rank rather than per collective:
+  uint64_t collectives = 0;   // collectives it took part in in which some rank waited
+  double expected_last = 0;   // over those, the sum of 1/(ranks in the collective): its share by chance
+  // Its lateness in each collective it took part in: its kernel's start - the median of the other
+  // ranks' starts (negative: it arrived early).
+  uint64_t lateness_collectives = 0;  // how many (the collectives it took part in)
+  double lateness_mean_ns = 0;
+  // The test's view of the mean: the collectives in kStragglerBatches runs of consecutive ones
+  // (batch means, so that collectives of one step, whose lateness goes together, are not taken
+  // for independent evidence); the standard error of the mean from the batches' spread, and the
+  // batch count (0 with fewer than two collectives per batch: too few to test).
+  double lateness_se_ns = 0;
+  uint32_t lateness_batches = 0;
+  int64_t lateness_median_ns = 0;  // and, to read beside the mean: the median,
+  uint64_t lateness_mad_ns = 0;    // and the median absolute deviation from it
+};
+
+// The straggler test (diagnoseAcrossRanks) with its numbers, whether or not it named one. The rank
+// the others waited for most is the candidate; it is a straggler when its mean lateness is above 0
+// by a one-sided t-test on batch means, Bonferroni-corrected for the choice among the ranks, and
+// the others waited for it at least DiagnosisThresholds::straggler_min_window_share of their windows.
+struct StragglerTest {
+  int32_t rank = -1;              // the candidate
+  uint64_t collectives_last = 0;  // collectives it arrived last in...
+  uint64_t collectives = 0;       // ... of those it took part in in which some rank waited,
+  double expected_last = 0;       // and how many chance alone would give
+  uint64_t lateness_collectives = 0;
+  uint32_t batches = 0;           // 0: too few collectives to test
+  double lateness_mean_ns = 0;
+  double lateness_se_ns = 0;
+  double t = 0;                   // mean / standard error, batches - 1 degrees of freedom
+  double p_value = 1;             // one-sided, times the ranks (Bonferroni), at most 1
+  double level = 0;               // the test's level
+  int64_t lateness_median_ns = 0;
+  uint64_t lateness_mad_ns = 0;
+  double others_window_fraction = 0;  // the others' wait for it / their windows
+  bool late = false;         // p_value < level: late on average beyond the spread of the collectives
+  bool enough_wait = false;  // others_window_fraction >= straggler_min_window_share
+  bool named = false;        // both: a straggler finding was made
 };
 
 struct AnalysisReport {
@@ -367,6 +407,7 @@ struct AnalysisReport {
   std::vector<ProcessAnalysis> processes;
   std::vector<RankWait> rank_waits;  // empty with one rank
   std::vector<Finding> findings;     // across ranks (diagnoseAcrossRanks), ranked by idle_ns
+  std::optional<StragglerTest> straggler_test;  // diagnoseAcrossRanks; none without waits
 };
 
 }  // namespace gapwatch::analysis

@@ -2,6 +2,7 @@
 #include "analysis/cross_rank.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace gapwatch::analysis {
@@ -158,6 +159,51 @@ std::vector<int64_t> clockOffsets(const std::vector<RankCollectives>& ranks, con
   return offsets;
 }
 
+// The median of `values` (the mean of the middle two for an even count); reorders them.
+int64_t medianOf(std::vector<int64_t>& values) {
+  const std::size_t n = values.size();
+  auto upper = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(values.begin(), upper, values.end());
+  if (n % 2 == 1) return *upper;
+  const int64_t lower = *std::max_element(values.begin(), upper);
+  return lower + (*upper - lower) / 2;
+}
+
+// What the straggler test reads of one rank's lateness series (in collective order): its mean,
+// the standard error of that mean from kStragglerBatches batch means, the median and the MAD.
+void summarizeLateness(std::vector<int64_t>& lateness, RankWait& wait) {
+  const std::size_t n = lateness.size();
+  wait.lateness_collectives = n;
+  if (n == 0) return;
+  double sum = 0;
+  for (int64_t l : lateness) sum += static_cast<double>(l);
+  wait.lateness_mean_ns = sum / static_cast<double>(n);
+  // Batch means: consecutive collectives (one step's, or a few steps') go into one batch, so that
+  // lateness that carries over from one collective to the next counts as one piece of evidence.
+  if (n >= 2 * std::size_t{kStragglerBatches}) {
+    const std::size_t batches = kStragglerBatches;
+    std::vector<double> means(batches, 0.0);
+    for (std::size_t b = 0; b < batches; ++b) {
+      const std::size_t from = b * n / batches, to = (b + 1) * n / batches;
+      double batch_sum = 0;
+      for (std::size_t i = from; i < to; ++i) batch_sum += static_cast<double>(lateness[i]);
+      means[b] = batch_sum / static_cast<double>(to - from);
+    }
+    double mean = 0;
+    for (double m : means) mean += m;
+    mean /= static_cast<double>(batches);
+    double squares = 0;
+    for (double m : means) squares += (m - mean) * (m - mean);
+    const double variance = squares / static_cast<double>(batches - 1);
+    wait.lateness_batches = kStragglerBatches;
+    wait.lateness_se_ns = std::sqrt(variance / static_cast<double>(batches));
+  }
+  const int64_t median = medianOf(lateness);
+  for (int64_t& l : lateness) l = l >= median ? l - median : median - l;
+  wait.lateness_median_ns = median;
+  wait.lateness_mad_ns = static_cast<uint64_t>(medianOf(lateness));
+}
+
 }  // namespace
 
 std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ranks) {
@@ -169,11 +215,17 @@ std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ran
   const std::vector<CommunicatorGroup> groups = matchCommunicators(ranks);
   const std::vector<int64_t> offsets = clockOffsets(ranks, groups);
 
+  // Per rank, its lateness in each collective, in order (8 bytes per collective, while combining).
+  std::vector<std::vector<int64_t>> lateness(ranks.size());
   std::vector<int64_t> starts;
+  std::vector<std::size_t> order;
   for (const CommunicatorGroup& group : groups) {
     std::size_t collectives = SIZE_MAX;
     for (const Participant& p : group) collectives = std::min(collectives, p.kernels->starts_ns.size());
     starts.resize(group.size());
+    order.resize(group.size());
+    const std::size_t others = group.size() - 1;
+    const double chance = 1.0 / static_cast<double>(group.size());
     for (std::size_t k = 0; k < collectives; ++k) {
       std::size_t last = 0;
       for (std::size_t i = 0; i < group.size(); ++i) {
@@ -183,6 +235,16 @@ std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ran
                                        waits[group[i].rank_index].rank < waits[group[last].rank_index].rank;
         if (later || tie_to_lower_rank) last = i;
       }
+      // Lateness: a rank's start - the median of the others' starts. With the starts sorted once,
+      // the others of the rank at sorted position j are the sorted list without position j.
+      for (std::size_t i = 0; i < group.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return starts[a] < starts[b]; });
+      const auto otherAt = [&](std::size_t j, std::size_t m) { return starts[order[m < j ? m : m + 1]]; };
+      for (std::size_t j = 0; j < group.size(); ++j) {
+        const int64_t low = otherAt(j, (others - 1) / 2);
+        const int64_t high = otherAt(j, others / 2);
+        lateness[group[order[j]].rank_index].push_back(starts[order[j]] - (low + (high - low) / 2));
+      }
       uint64_t waited_ns = 0;
       for (std::size_t i = 0; i < group.size(); ++i) {
         const uint64_t waited = static_cast<uint64_t>(starts[last] - starts[i]);
@@ -190,11 +252,16 @@ std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ran
         waited_ns += waited;
       }
       if (waited_ns == 0) continue;
+      for (const Participant& p : group) {
+        ++waits[p.rank_index].collectives;
+        waits[p.rank_index].expected_last += chance;
+      }
       RankWait& culprit = waits[group[last].rank_index];
       culprit.waited_for_ns += waited_ns;
       ++culprit.collectives_last;
     }
   }
+  for (std::size_t r = 0; r < ranks.size(); ++r) summarizeLateness(lateness[r], waits[r]);
   std::stable_sort(waits.begin(), waits.end(), [](const RankWait& a, const RankWait& b) { return a.rank < b.rank; });
   return waits;
 }

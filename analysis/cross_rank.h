@@ -8,7 +8,9 @@
 //   - the rank whose kernel started last is the one the others waited for (collectives_last);
 //   - rank r waited (latest start - r's start): the sum over the collectives is r's waited_ns, the
 //     sum over r that of the last rank's waited_for_ns.
-// A collective in which nobody waited (all started at the same nanosecond) names nobody.
+// A collective in which nobody waited (all started at the same nanosecond) names nobody. Each
+// rank's lateness in a collective (its start - the median of the other ranks' starts) is what the
+// straggler test reads (diagnosis.h, docs/analysis.md "Across ranks").
 //
 // Two steps, so that each rank is still read in one pass:
 //   1. CollectiveArrivalStage, one per rank's pipeline, keeps a compact summary while it reads:
@@ -85,8 +87,15 @@ class CollectiveArrivalStage final : public AnalysisStage {
   std::string host_;
 };
 
+// The batches of consecutive collectives the straggler test splits each rank's lateness into
+// (RankWait::lateness_se_ns): enough for a t-test with 19 degrees of freedom, few enough that a
+// batch spans a step or more of a job's collectives once there are a few hundred of them.
+inline constexpr uint32_t kStragglerBatches = 20;
+
 // Whom the ranks waited for: one RankWait per rank of `ranks`, by rank; empty with fewer than two
-// ranks. Ranks without a rank number are numbered by their position in `ranks`.
+// ranks. Ranks without a rank number are numbered by their position in `ranks`. Besides the waits,
+// each rank's arrival data for the straggler test: in each collective, who arrived last, and each
+// rank's lateness (its start - the median of the others' starts), summarized (RankWait).
 std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ranks);
 
 }  // namespace gapwatch::analysis

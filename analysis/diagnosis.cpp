@@ -2,6 +2,7 @@
 // in docs/analysis.md. Each finding's evidence and fix are built in findings.cpp.
 #include "analysis/diagnosis.h"
 
+#include "analysis/cross_rank.h"
 #include "analysis/diagnosis_numbers.h"
 #include "analysis/findings.h"
 #include "analysis/gap_histogram.h"
@@ -13,7 +14,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <limits>
+#include <numbers>
 #include <utility>
 
 namespace gapwatch::analysis {
@@ -244,16 +247,146 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
   process.findings = std::move(found);
 }
 
+double studentUpperTail(double t, uint32_t dof) {
+  if (std::isnan(t) || dof == 0) return 1.0;
+  if (std::isinf(t)) return t > 0 ? 0.0 : 1.0;
+  // P(|T| < |t|) for integer degrees of freedom, in closed form (Abramowitz and Stegun 26.7.3
+  // and 26.7.4) with theta = atan(|t| / sqrt(dof)): a finite series in cos(theta).
+  const double theta = std::atan(std::fabs(t) / std::sqrt(static_cast<double>(dof)));
+  const double c2 = std::cos(theta) * std::cos(theta);
+  double within = 0;
+  if (dof % 2 == 1) {
+    double series = 0, term = std::cos(theta);  // cos, then (2/3) cos^3, (2*4)/(3*5) cos^5, ...
+    for (uint32_t k = 3; k <= dof; k += 2) {
+      series += term;
+      term *= c2 * static_cast<double>(k - 1) / static_cast<double>(k);
+    }
+    within = (2.0 / std::numbers::pi) * (theta + std::sin(theta) * series);
+  } else {
+    double series = 0, term = 1;  // 1, then (1/2) cos^2, (1*3)/(2*4) cos^4, ...
+    for (uint32_t k = 2; k <= dof; k += 2) {
+      series += term;
+      term *= c2 * static_cast<double>(k - 1) / static_cast<double>(k);
+    }
+    within = std::sin(theta) * series;
+  }
+  within = std::clamp(within, 0.0, 1.0);
+  return t >= 0 ? (1.0 - within) / 2.0 : (1.0 + within) / 2.0;
+}
+
+const RankWait* stragglerCandidate(const std::vector<RankWait>& waits) {
+  const RankWait* candidate = nullptr;
+  for (const RankWait& w : waits) {
+    if (!candidate || w.waited_for_ns > candidate->waited_for_ns) candidate = &w;
+  }
+  return candidate && candidate->waited_for_ns > 0 ? candidate : nullptr;
+}
+
+StragglerTest testStraggler(const RankWait& candidate, std::size_t ranks, uint64_t others_window_ns,
+                            const DiagnosisThresholds& t) {
+  StragglerTest test;
+  test.rank = candidate.rank;
+  test.collectives_last = candidate.collectives_last;
+  test.collectives = candidate.collectives;
+  test.expected_last = candidate.expected_last;
+  test.lateness_collectives = candidate.lateness_collectives;
+  test.batches = candidate.lateness_batches;
+  test.lateness_mean_ns = candidate.lateness_mean_ns;
+  test.lateness_se_ns = candidate.lateness_se_ns;
+  test.level = t.straggler_test_level;
+  test.lateness_median_ns = candidate.lateness_median_ns;
+  test.lateness_mad_ns = candidate.lateness_mad_ns;
+  test.others_window_fraction = ratio(static_cast<double>(candidate.waited_for_ns), static_cast<double>(others_window_ns));
+  // H0: no rank is late on purpose, so each rank's mean lateness is 0. One-sided t-test of the
+  // candidate's batch means (batches - 1 degrees of freedom). The candidate was picked as the most
+  // waited-for of `ranks` ranks: Bonferroni multiplies its p-value by that many.
+  if (test.batches >= 2) {
+    if (test.lateness_se_ns > 0) {
+      test.t = test.lateness_mean_ns / test.lateness_se_ns;
+    } else {  // every batch the same: exactly as late each time, or not at all
+      test.t = test.lateness_mean_ns > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+    }
+    test.p_value = std::min(1.0, static_cast<double>(ranks) * studentUpperTail(test.t, test.batches - 1));
+  }
+  test.late = test.batches >= 2 && test.p_value < test.level;
+  test.enough_wait = test.others_window_fraction >= t.straggler_min_window_share;
+  test.named = test.late && test.enough_wait;
+  return test;
+}
+
+namespace {
+
+std::string formatPValue(double p) {
+  char text[32];
+  std::snprintf(text, sizeof text, p < 0.001 ? "%.1e" : "%.3g", p);
+  return text;
+}
+
+std::string formatTenths(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", x);
+  return text;
+}
+
+std::string formatSignedNs(double ns) {
+  const uint64_t magnitude = static_cast<uint64_t>(std::llround(std::fabs(ns)));
+  return (ns < 0 && magnitude > 0 ? "-" : "") + formatDuration(magnitude);
+}
+
+// "in 66 of 127 collectives where a rank waited (63.5 by chance)"
+std::string lastText(const StragglerTest& t) {
+  return "in " + formatCount(t.collectives_last) + " of " + formatCount(t.collectives) +
+         " collectives where a rank waited (" + formatTenths(t.expected_last) + " by chance)";
+}
+
+// "12.0 us on average, standard error 30.1 us over 20 batches of 600 collectives (t = 0.40,
+// one-sided p = 0.69 with Bonferroni over 2 ranks, level 0.01); median 8.00 us, MAD 150 us"
+std::string latenessText(const StragglerTest& t, std::size_t ranks) {
+  std::string text = formatSignedNs(t.lateness_mean_ns) + " on average";
+  if (t.batches < 2) {
+    text += " over " + formatCount(t.lateness_collectives) + " collectives: too few to test (" +
+            std::to_string(2 * kStragglerBatches) + " or more)";
+  } else {
+    text += ", standard error " + formatSignedNs(t.lateness_se_ns) + " over " + std::to_string(t.batches) +
+            " batches of " + formatCount(t.lateness_collectives) + " collectives (t = " +
+            (std::isinf(t.t) ? std::string("inf") : formatTenths(t.t)) + ", one-sided p = " + formatPValue(t.p_value) +
+            " with Bonferroni over " + std::to_string(ranks) + " ranks, level " + formatPValue(t.level) + ")";
+  }
+  return text + "; median " + formatSignedNs(static_cast<double>(t.lateness_median_ns)) + ", MAD " +
+         formatDuration(t.lateness_mad_ns);
+}
+
+}  // namespace
+
+std::string describeStragglerTest(const StragglerTest& t, std::size_t ranks) {
+  return "rank " + std::to_string(t.rank) + " arrived last " + lastText(t) + ", late by " + latenessText(t, ranks) +
+         "; the others waited for it " + formatPercent(t.others_window_fraction) + " of their windows";
+}
+
+namespace {
+
+void addStragglerNumbers(const StragglerTest& t, Finding& f) {
+  f.numbers.emplace_back("collectives_last", static_cast<double>(t.collectives_last));
+  f.numbers.emplace_back("collectives", static_cast<double>(t.collectives));
+  f.numbers.emplace_back("expected_last", t.expected_last);
+  f.numbers.emplace_back("lateness_collectives", static_cast<double>(t.lateness_collectives));
+  f.numbers.emplace_back("lateness_mean_ns", t.lateness_mean_ns);
+  f.numbers.emplace_back("lateness_se_ns", t.lateness_se_ns);
+  f.numbers.emplace_back("lateness_batches", static_cast<double>(t.batches));
+  f.numbers.emplace_back("t", t.t);
+  f.numbers.emplace_back("p_value", t.p_value);
+  f.numbers.emplace_back("lateness_median_ns", static_cast<double>(t.lateness_median_ns));
+  f.numbers.emplace_back("lateness_mad_ns", static_cast<double>(t.lateness_mad_ns));
+}
+
+}  // namespace
+
 void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
   report.findings.clear();
+  report.straggler_test.reset();
   if (report.rank_waits.size() < 2) return;
-  const RankWait* slowest = nullptr;
-  uint64_t collectives = 0;
-  for (const RankWait& w : report.rank_waits) {
-    collectives += w.collectives_last;
-    if (!slowest || w.waited_for_ns > slowest->waited_for_ns) slowest = &w;
-  }
-  if (!slowest || slowest->waited_for_ns == 0) return;
+  const RankWait* slowest = stragglerCandidate(report.rank_waits);
+  if (!slowest) return;
 
   // The waiting ranks' windows are what the wait is measured against.
   uint64_t others_window = 0;
@@ -267,36 +400,44 @@ void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
       others_window += window;
     }
   }
-  const double share = ratio(static_cast<double>(slowest->waited_for_ns), static_cast<double>(others_window));
+  const std::size_t ranks = report.rank_waits.size();
+  const StragglerTest test = testStraggler(*slowest, ranks, others_window, t);
+  report.straggler_test = test;
 
-  // Every rank's NCCL finding names the rank its collectives waited for.
+  // Every rank's NCCL finding says whom its collectives waited for, or that the waits are even.
   for (ProcessAnalysis& p : report.processes) {
     for (Finding& f : p.findings) {
       if (f.id != kFindingNccl) continue;
+      if (!test.named) {
+        f.evidence.emplace_back("the ranks wait for", "no rank stands out: " + describeStragglerTest(test, ranks));
+        continue;
+      }
       const bool self = p.rank && *p.rank == slowest->rank;
       f.evidence.emplace_back("the ranks wait for", (self ? "this rank, " : "") + std::string("rank ") +
                                                         std::to_string(slowest->rank) + ": " +
                                                         formatDuration(slowest->waited_for_ns) + ", last in " +
-                                                        formatCount(slowest->collectives_last) + " collectives");
+                                                        formatCount(slowest->collectives_last) + " of " +
+                                                        formatCount(slowest->collectives) + " collectives");
       f.numbers.emplace_back("waited_for_rank", static_cast<double>(slowest->rank));
       f.numbers.emplace_back("waited_for_ns", static_cast<double>(slowest->waited_for_ns));
     }
   }
-  if (share < t.straggler_min_window_share) return;
+  if (!test.named) return;
 
   Finding f;
   f.id = kFindingStraggler;
   f.title = "waiting for rank " + std::to_string(slowest->rank) + " in collectives";
   f.idle_ns = slowest->waited_for_ns;
-  f.idle_share = share;
+  f.idle_share = test.others_window_fraction;
   f.evidence.emplace_back("the others waited", formatDuration(slowest->waited_for_ns) + " inside collectives = " +
-                                                   formatPercent(share) + " of their windows (busy NCCL kernels, not idle)");
-  f.evidence.emplace_back("arrived last", "in " + formatCount(slowest->collectives_last) + " of " +
-                                              formatCount(collectives) + " collectives where a rank waited");
+                                                   formatPercent(test.others_window_fraction) +
+                                                   " of their windows (busy NCCL kernels, not idle)");
+  f.evidence.emplace_back("arrived last", lastText(test));
+  f.evidence.emplace_back("arrived late by", latenessText(test, ranks));
   f.numbers.emplace_back("rank", static_cast<double>(slowest->rank));
   f.numbers.emplace_back("waited_for_ns", static_cast<double>(slowest->waited_for_ns));
-  f.numbers.emplace_back("others_window_fraction", share);
-  f.numbers.emplace_back("collectives_last", static_cast<double>(slowest->collectives_last));
+  f.numbers.emplace_back("others_window_fraction", test.others_window_fraction);
+  addStragglerNumbers(test, f);
   if (slow_process) f.evidence.emplace_back("its own verdict", verdict(*slow_process));
   f.fix = "Balance the ranks: find out why rank " + std::to_string(slowest->rank) +
           " reaches the collectives late (its own report: data loading, host work, uneven shapes or a slower "

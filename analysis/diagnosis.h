@@ -35,6 +35,7 @@
 #include "analysis/analysis_result.h"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,8 +76,13 @@ struct DiagnosisThresholds {
   // least this share of busy time and overlap compute for at most `nccl_max_overlap` of it.
   double nccl_min_comm_share = 0.30;
   double nccl_max_overlap = 0.50;
-  // Across ranks: the others waited for one rank at least this share of their windows.
+  // Across ranks: a rank is a straggler when the others waited for it at least this share of
+  // their windows...
   double straggler_min_window_share = 0.05;
+  // ... and its mean lateness in the collectives is above 0 by a one-sided t-test on batch means
+  // at this level, Bonferroni-corrected for having picked it among the ranks (docs/analysis.md,
+  // "Across ranks").
+  double straggler_test_level = 0.001;
 };
 
 // How a process's idle time splits among the findings, before any threshold. Sums to idle_ns.
@@ -113,9 +119,26 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
 void diagnose(ProcessAnalysis& process, const AnalysisOptions& options,
               const DiagnosisThresholds& thresholds = {});
 
-// Replaces report.findings with the findings across ranks (the rank the others wait for), and
-// adds the waited-for rank to each rank's nccl finding. Run after diagnose() on every process.
+// Replaces report.findings with the findings across ranks (a straggler: the rank the others wait
+// for, named only when the test of report.straggler_test passes), fills report.straggler_test,
+// and adds to each rank's nccl finding whom the ranks wait for, or that no rank stands out. Run
+// after diagnose() on every process.
 void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& thresholds = {});
+
+// P(T >= t) for T with Student's t distribution of `dof` (>= 1) degrees of freedom.
+double studentUpperTail(double t, uint32_t dof);
+
+// The rank the others waited for most, the straggler test's candidate; null when nobody waited.
+const RankWait* stragglerCandidate(const std::vector<RankWait>& waits);
+
+// The test's numbers in a sentence: "rank 1 arrived last in 66 of 127 collectives where a rank
+// waited (63.5 by chance); late by 12.0 us on average ± 30.1 us (t = 0.40, ...)".
+std::string describeStragglerTest(const StragglerTest& test, std::size_t ranks);
+
+// The straggler test of `candidate` among `ranks` ranks, whose others' windows add up to
+// `others_window_ns` (docs/analysis.md, "Across ranks").
+StragglerTest testStraggler(const RankWait& candidate, std::size_t ranks, uint64_t others_window_ns,
+                            const DiagnosisThresholds& thresholds = {});
 
 // diagnose() on every process with report.options, then diagnoseAcrossRanks().
 void diagnoseReport(AnalysisReport& report, const DiagnosisThresholds& thresholds = {});

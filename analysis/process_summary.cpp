@@ -1,6 +1,10 @@
 // analysis/process_summary.cpp: see process_summary.h.
 #include "analysis/process_summary.h"
 
+#include "analysis/diagnosis.h"
+
+#include <utility>
+
 namespace gapwatch::analysis {
 
 ProcessSummary summarizeProcess(const ProcessAnalysis& process) {
@@ -11,13 +15,6 @@ ProcessSummary summarizeProcess(const ProcessAnalysis& process) {
     for (std::size_t c = 0; c < kIdleCauseCount; ++c) s.idle_by_cause_ns[c] += d.idle_by_cause_ns[c];
   }
   s.idle_fraction = s.window_ns ? static_cast<double>(s.idle_ns) / static_cast<double>(s.window_ns) : 0.0;
-  for (std::size_t c = 0; c < kIdleCauseCount; ++c) {
-    // Ties go to the cause listed first (idleCauseName order), so the answer is stable.
-    if (s.idle_by_cause_ns[c] > s.top_cause_ns) {
-      s.top_cause_ns = s.idle_by_cause_ns[c];
-      s.top_cause = static_cast<IdleCause>(c);
-    }
-  }
   s.steps = process.steps.steps;
   s.step_median_ns = process.steps.median_ns;
   for (const SyncTypeStats& t : process.sync_points) s.sync_points += t.count;
@@ -26,6 +23,22 @@ ProcessSummary summarizeProcess(const ProcessAnalysis& process) {
   s.nccl_comm_ns = process.nccl.comm_ns;
   s.drops = process.events_dropped + process.cupti_records_dropped + process.cupti_records_incomplete;
   return s;
+}
+
+std::optional<TopFinding> topFinding(const ProcessAnalysis& process, const AnalysisOptions& options) {
+  // diagnose() replaces the findings of what it is given: a copy keeps the caller's (a live
+  // snapshot, or a report's process whose findings carry cross-rank evidence) untouched.
+  ProcessAnalysis diagnosed = process;
+  diagnose(diagnosed, options);
+  if (diagnosed.findings.empty()) return std::nullopt;
+  Finding& f = diagnosed.findings.front();
+  TopFinding top;
+  top.cause = causeOfFinding(f.id);
+  top.id = std::move(f.id);
+  top.title = std::move(f.title);
+  top.idle_ns = f.idle_ns;
+  top.idle_share = f.idle_share;
+  return top;
 }
 
 }  // namespace gapwatch::analysis

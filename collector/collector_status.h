@@ -28,7 +28,8 @@ struct ProcessStatus {
 };
 
 struct CollectorStatus {
-  static constexpr int kVersion = 1;
+  // 2: a process's "top_finding" (the verdict's finding) replaced "top_cause" (docs/collector.md).
+  static constexpr int kVersion = 2;
   uint64_t uptime_ns = 0;  // since the collector started listening
   std::string socket;
   std::string output_dir;

@@ -2,9 +2,12 @@
 #include "collector/metrics_exposition.h"
 
 #include "analysis/gap_histogram.h"
+#include "analysis/process_summary.h"
 #include "analysis/sync_points.h"
 
 #include <cstddef>
+#include <cstdio>
+#include <optional>
 #include <string_view>
 
 namespace gapwatch::collector {
@@ -105,6 +108,13 @@ std::string secondsText(uint64_t ns) {
   digits.insert(0, 9 - digits.size(), '0');
   digits.erase(digits.find_last_not_of('0') + 1);
   return text + "." + digits;
+}
+
+// A 0..1 fraction in the exposition's float syntax: six significant digits are what a dashboard shows.
+std::string ratioText(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", fraction);
+  return text;
 }
 
 std::string labelValue(const std::string& text) {
@@ -234,6 +244,19 @@ std::string metricsExposition(const CollectorStatus& status) {
   for (const ProcessStatus& p : processes) {
     if (p.analysis.steps.steps > 0 && p.analysis.steps.median_ns > 0) {
       w.sample("gapwatch_step_seconds", processLabels(p), secondsText(p.analysis.steps.median_ns));
+    }
+  }
+
+  // The finding the report's verdict names (analysis/process_summary.h): the same thing as
+  // `gapwatch watch`'s TOP FINDING and the report's cross-rank table, so that a dashboard cannot
+  // name another cause than the report does.
+  w.family("gapwatch_top_finding_idle_fraction", "gauge",
+           "The process's top finding (the one its report's verdict names), by id and the idle cause it stands "
+           "for: the share of the process's idle time it explains. Absent while no finding passes its threshold.");
+  for (const ProcessStatus& p : processes) {
+    if (const std::optional<analysis::TopFinding> top = analysis::topFinding(p.analysis)) {
+      w.sample("gapwatch_top_finding_idle_fraction",
+               with(with(processLabels(p), "finding", top->id), "cause", top->cause), ratioText(top->idle_share));
     }
   }
 

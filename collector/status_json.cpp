@@ -12,6 +12,8 @@ std::string statusJsonLine(const CollectorStatus& status) {
   ordered_json processes = ordered_json::array();
   for (const ProcessStatus& p : status.processes) {
     const analysis::ProcessSummary s = analysis::summarizeProcess(p.analysis);
+    // The finding the report's verdict would name now: the snapshot diagnosed as a report is.
+    const std::optional<analysis::TopFinding> top = analysis::topFinding(p.analysis);
     ordered_json causes = ordered_json::object();
     for (std::size_t c = 0; c < analysis::kIdleCauseCount; ++c) {
       causes[analysis::idleCauseName(static_cast<analysis::IdleCause>(c))] = s.idle_by_cause_ns[c];
@@ -31,7 +33,9 @@ std::string statusJsonLine(const CollectorStatus& status) {
         {"idle_ns", s.idle_ns},
         {"idle_fraction", s.idle_fraction},
         {"idle_by_cause_ns", causes},
-        {"top_cause", s.top_cause ? ordered_json(analysis::idleCauseName(*s.top_cause)) : ordered_json(nullptr)},
+        {"top_finding", top ? ordered_json{{"id", top->id}, {"title", top->title}, {"cause", top->cause},
+                                           {"idle_share", top->idle_share}}
+                            : ordered_json(nullptr)},
         {"steps", s.steps},
         {"step_median_ns", s.step_median_ns},
         {"sync_points", s.sync_points},

@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
 
   cli::WatchOptions watch;
   CLI::App* watch_command = app.add_subcommand(
-      "watch", "Live view of a running collector: per process idle %, top cause, step time, syncs, drops");
+      "watch", "Live view of a running collector: per process idle %, top finding, step time, syncs, drops");
   watch_command->add_option("--socket", watch.socket_path,
                             "The collector's socket (default: the collector's default, as for gapwatch collector)");
   watch_command->add_flag("--once", watch.once, "Print one status and exit");

@@ -195,7 +195,8 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
           {"gap_count", d.gaps.count()},
           {"histogram", histogramJson(d.gaps)},
           {"longest_gaps", gaps},
-          {"hta_idle_by_stream", streams},
+          {"idle_by_stream", streams},
+          {"hta_idle_by_stream", streams},  // the same rows, under their version-1 name (kept)
           {"work_without_call", d.work_without_call},
           {"launch_overhead_long_gaps_ns", d.launch_overhead_long_gaps_ns},
           {"launch_overhead_short_gaps", d.launch_overhead_short_gaps}};
@@ -424,7 +425,30 @@ json reportJson(const analysis::RunReport& content) {
   json waits = json::array();
   for (const analysis::RankWait& w : report.rank_waits) {
     waits.push_back({{"rank", w.rank}, {"waited_for_ns", w.waited_for_ns}, {"collectives_last", w.collectives_last},
-                     {"waited_ns", w.waited_ns}});
+                     {"waited_ns", w.waited_ns}, {"collectives", w.collectives}, {"expected_last", w.expected_last},
+                     {"lateness_collectives", w.lateness_collectives}, {"lateness_mean_ns", w.lateness_mean_ns},
+                     {"lateness_se_ns", w.lateness_se_ns}, {"lateness_batches", w.lateness_batches},
+                     {"lateness_median_ns", w.lateness_median_ns}, {"lateness_mad_ns", w.lateness_mad_ns}});
+  }
+  json straggler_test = nullptr;
+  if (const auto& st = report.straggler_test) {
+    straggler_test = {{"rank", st->rank},
+                      {"collectives_last", st->collectives_last},
+                      {"collectives", st->collectives},
+                      {"expected_last", st->expected_last},
+                      {"lateness_collectives", st->lateness_collectives},
+                      {"lateness_batches", st->batches},
+                      {"lateness_mean_ns", st->lateness_mean_ns},
+                      {"lateness_se_ns", st->lateness_se_ns},
+                      {"t", numberJson(st->t)},
+                      {"p_value", st->p_value},
+                      {"level", st->level},
+                      {"lateness_median_ns", st->lateness_median_ns},
+                      {"lateness_mad_ns", st->lateness_mad_ns},
+                      {"others_window_fraction", st->others_window_fraction},
+                      {"late", st->late},
+                      {"enough_wait", st->enough_wait},
+                      {"named", st->named}};
   }
   json findings = json::array();
   for (const analysis::Finding& f : report.findings) findings.push_back(findingJson(f));
@@ -447,10 +471,12 @@ json reportJson(const analysis::RunReport& content) {
             {"leading_share", t.leading_share},
             {"nccl_min_comm_share", t.nccl_min_comm_share},
             {"nccl_max_overlap", t.nccl_max_overlap},
-            {"straggler_min_window_share", t.straggler_min_window_share}}},
+            {"straggler_min_window_share", t.straggler_min_window_share},
+            {"straggler_test_level", t.straggler_test_level}}},
           {"inputs", inputs},
           {"processes", processes},
           {"rank_waits", waits},
+          {"straggler_test", straggler_test},
           {"findings", findings}};
 }
 

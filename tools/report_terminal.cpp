@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -324,11 +325,14 @@ void printLongestGaps(const DeviceAnalysis& d, const analysis::AnalysisOptions& 
   }
 }
 
-void printHtaStreams(const DeviceAnalysis& d, std::ostream& out) {
+// gapwatch's own idle per stream, split into HTA's categories but measured as gapwatch measures
+// (the whole window, no last-step cut, nanoseconds, gaps to the latest end so far): not HTA's
+// numbers, which `report --hta` gives, so the table does not carry HTA's name.
+void printStreamIdle(const DeviceAnalysis& d, std::ostream& out) {
   bool any = false;
   for (const analysis::StreamIdle& s : d.streams) any = any || s.host_wait_ns + s.kernel_wait_ns + s.other_ns > 0;
   if (!any) return;
-  out << "  HTA per stream      host_wait  kernel_wait        other\n";
+  out << "  idle per stream     host_wait  kernel_wait        other\n";
   for (const analysis::StreamIdle& s : d.streams) {
     if (s.host_wait_ns + s.kernel_wait_ns + s.other_ns == 0) continue;
     out << "  " << padRight("stream " + std::to_string(s.stream), 16) << padLeft(formatDuration(s.host_wait_ns), 13)
@@ -375,7 +379,7 @@ void printDevices(const ProcessAnalysis& p, const analysis::AnalysisOptions& opt
     if (d.idle_ns > 0) printIdleByCause(d, style, out);
     printGapHistogram(d.gaps, style, out);
     printLongestGaps(d, options, out);
-    printHtaStreams(d, out);
+    printStreamIdle(d, out);
   }
 }
 
@@ -684,14 +688,16 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   printDropsAndNotes(p, o, style, out);
 }
 
-// One line per process: the numbers to compare ranks by (analysis/process_summary.h), and from the
-// collectives who waited and whom the others waited for ("-" without shared collectives).
+// One line per process: the numbers to compare ranks by (analysis/process_summary.h: the top
+// finding is the one its verdict names), and from the collectives who waited and whom the others
+// waited for ("-" without shared collectives).
 void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
-  out << "  " << padRight("rank", 10) << padLeft("idle", 7) << "  " << padRight("top cause", 16) << padLeft("step", 10)
+  out << "  " << padRight("rank", 10) << padLeft("idle", 7) << "  " << padRight("top finding", 18) << padLeft("step", 10)
       << padLeft("NCCL wait", 11) << padLeft("others waited for it", 22) << padLeft("arrived last", 14) << '\n';
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
     const ProcessAnalysis& p = report.processes[i];
     const analysis::ProcessSummary s = analysis::summarizeProcess(p);
+    const std::optional<analysis::TopFinding> top = analysis::topFinding(p, report.options);
     const int32_t rank = p.rank ? *p.rank : static_cast<int32_t>(i);
     const analysis::RankWait* wait = nullptr;
     for (const analysis::RankWait& w : report.rank_waits) {
@@ -699,7 +705,7 @@ void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
     }
     out << "  " << padRight(processLabel(p), 10)
         << padLeft(p.device_timeline ? formatPercent(s.idle_fraction) : std::string("-"), 7) << "  "
-        << padRight(s.top_cause ? analysis::idleCauseName(*s.top_cause) : "-", 16)
+        << padRight(top ? printable(top->id) : std::string("-"), 18)
         << padLeft(s.step_median_ns ? formatDuration(s.step_median_ns) : std::string("-"), 10)
         << padLeft(wait ? formatDuration(wait->waited_ns) : std::string("-"), 11)
         << padLeft(wait ? formatDuration(wait->waited_for_ns) : std::string("-"), 22)
@@ -743,8 +749,12 @@ void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& s
     return;
   }
   if (report.findings.empty()) {
-    row(out, "ranks") << "no rank made the others wait " << formatPercent(analysis::DiagnosisThresholds{}.straggler_min_window_share)
-                      << " of their windows or more\n";
+    if (report.straggler_test) {
+      row(out, "ranks") << "no rank stands out: "
+                        << analysis::describeStragglerTest(*report.straggler_test, report.rank_waits.size()) << '\n';
+    } else {
+      row(out, "ranks") << "no rank waited for another in the collectives they shared\n";
+    }
   } else {
     row(out, "ranks") << "findings across ranks\n";
     for (std::size_t i = 0; i < report.findings.size(); ++i) {

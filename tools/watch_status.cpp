@@ -68,8 +68,12 @@ WatchProcess readProcess(const json& p, const std::string& where) {
     if (!ns.is_number_unsigned()) throw Bad{where + "idle_by_cause_ns." + name + " is not a whole number >= 0"};
     out.idle_by_cause_ns.emplace_back(name, ns.get<uint64_t>());
   }
-  const json& top = member(p, where, "top_cause");
-  if (!top.is_null()) out.top_cause = stringField(p, where, "top_cause");
+  const json& top = member(p, where, "top_finding");
+  if (!top.is_null()) {
+    if (!top.is_object()) throw Bad{where + "top_finding is neither an object nor null"};
+    out.top_finding = stringField(top, where + "top_finding.", "id");
+    out.top_finding_title = stringField(top, where + "top_finding.", "title");
+  }
   out.steps = unsignedField(p, where, "steps");
   out.step_median_ns = unsignedField(p, where, "step_median_ns");
   out.sync_points = unsignedField(p, where, "sync_points");

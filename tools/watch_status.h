@@ -26,7 +26,8 @@ struct WatchProcess {
   double idle_fraction = 0;
   // Cause name to idle ns, in the order the collector sent them (its cause order).
   std::vector<std::pair<std::string, uint64_t>> idle_by_cause_ns;
-  std::optional<std::string> top_cause;
+  // The finding the report's verdict names (its id and title); none while none passes its threshold.
+  std::optional<std::string> top_finding, top_finding_title;
   uint64_t steps = 0, step_median_ns = 0, sync_points = 0;
   double syncs_per_step = 0;
   uint64_t launches = 0, nccl_comm_ns = 0;

@@ -46,7 +46,7 @@ std::string idleText(uint64_t window_ns, double fraction) {
 
 std::string rankText(const WatchProcess& p) { return p.rank ? std::to_string(*p.rank) : "-"; }
 
-std::string topCauseText(const WatchProcess& p) { return p.top_cause ? printable(*p.top_cause) : "-"; }
+std::string topFindingText(const WatchProcess& p) { return p.top_finding ? printable(*p.top_finding) : "-"; }
 
 std::string stepText(const WatchProcess& p) { return p.step_median_ns ? formatDuration(p.step_median_ns) : "-"; }
 
@@ -136,7 +136,7 @@ std::vector<std::string> plainView(const WatchStatus& status, const WatchViewOpt
   for (const WatchProcess& p : status.processes) {
     lines.push_back("  rank " + rankText(p) + "  pid " + std::to_string(p.pid) + "  " +
                     (p.running ? "running" : "ended") + "  idle " + idleText(p.window_ns, p.idle_fraction) +
-                    "  top " + topCauseText(p) + "  step " + stepText(p) + "  syncs/step " + syncsPerStepText(p) +
+                    "  top " + topFindingText(p) + "  step " + stepText(p) + "  syncs/step " + syncsPerStepText(p) +
                     "  launches " + formatCount(p.launches) + "  nccl " + formatDuration(p.nccl_comm_ns) +
                     "  events " + formatCount(p.events) + "  drops " + formatCount(p.drops));
   }
@@ -147,7 +147,7 @@ std::vector<std::string> plainView(const WatchStatus& status, const WatchViewOpt
 }
 
 // Column widths of the table; a value wider than its column pushes the rest of its row right.
-constexpr std::size_t kRank = 5, kPid = 8, kState = 8, kIdle = 6, kCause = 16, kStep = 10, kSyncs = 10,
+constexpr std::size_t kRank = 5, kPid = 8, kState = 8, kIdle = 6, kFinding = 16, kStep = 10, kSyncs = 10,
                       kLaunches = 10, kNccl = 10, kEvents = 12, kDrops = 8;
 
 std::vector<std::string> terminalView(const WatchStatus& status, const WatchViewOptions& options) {
@@ -159,7 +159,7 @@ std::vector<std::string> terminalView(const WatchStatus& status, const WatchView
   lines.emplace_back();
   const std::string idle_heading = padLeft("IDLE", kIdle) + std::string(kBarCells + 2, ' ') + ' ';
   lines.push_back(style.bold(trimmed(pad("RANK", kRank) + pad("PID", kPid) + pad("STATE", kState) + idle_heading +
-                                     pad("TOP CAUSE", kCause) + padLeft("STEP", kStep) + padLeft("SYNC/STEP", kSyncs) +
+                                     pad("TOP FINDING", kFinding) + padLeft("STEP", kStep) + padLeft("SYNC/STEP", kSyncs) +
                                      padLeft("LAUNCHES", kLaunches) + padLeft("NCCL", kNccl) +
                                      padLeft("EVENTS", kEvents) + padLeft("DROPS", kDrops))));
   std::size_t rows = status.processes.size();
@@ -175,7 +175,7 @@ std::vector<std::string> terminalView(const WatchStatus& status, const WatchView
     lines.push_back(pad(rankText(p), kRank) + pad(std::to_string(p.pid), kPid) +
                     pad(p.running ? "running" : "ended", kState) +
                     padLeft(idleText(p.window_ns, p.idle_fraction), kIdle) +
-                    style.bar(bar(p.window_ns, p.idle_fraction)) + ' ' + pad(topCauseText(p), kCause) +
+                    style.bar(bar(p.window_ns, p.idle_fraction)) + ' ' + pad(topFindingText(p), kFinding) +
                     padLeft(stepText(p), kStep) + padLeft(syncsPerStepText(p), kSyncs) +
                     padLeft(formatCount(p.launches), kLaunches) + padLeft(formatDuration(p.nccl_comm_ns), kNccl) +
                     padLeft(formatCount(p.events), kEvents) + (p.drops ? style.warn(drops) : drops));

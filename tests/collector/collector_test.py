@@ -482,7 +482,7 @@ class CollectorTest(unittest.TestCase):
             self.assertTrue(chunk, "the collector closed the status stream")
             lines += chunk
         first, second = [json.loads(l) for l in lines.split(b"\n")[:2]]
-        self.assertEqual(first["version"], 1)
+        self.assertEqual(first["version"], 2)
         self.assertGreater(second["uptime_ns"], first["uptime_ns"])
         self.assertEqual([p["rank"] for p in first["processes"]], [0, 1])
         for p in first["processes"]:
@@ -493,7 +493,13 @@ class CollectorTest(unittest.TestCase):
             self.assertEqual(p["idle_ns"], sum(d["idle_ns"] for d in devices))
             for cause, ns in p["idle_by_cause_ns"].items():
                 self.assertEqual(ns, sum(d["idle_by_cause"][cause] for d in devices), cause)
-            self.assertEqual(p["top_cause"], max(p["idle_by_cause_ns"], key=p["idle_by_cause_ns"].get))
+            # The top finding is the one the process's report ranks first (its verdict's), not the
+            # cause with the most idle time.
+            top = reported["findings"][0] if reported["findings"] else None
+            self.assertEqual(p["top_finding"] and p["top_finding"]["id"], top and top["id"])
+            if top:
+                self.assertEqual(p["top_finding"]["title"], top["title"])
+                self.assertEqual(p["top_finding"]["cause"], top["cause"])
             self.assertGreater(p["events"], 0)
         self.assertNotIn("refused", collector.log())
         watcher.close()

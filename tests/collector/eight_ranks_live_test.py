@@ -62,7 +62,7 @@ class EightRanksLiveTest(unittest.TestCase):
             self.assertEqual(sorted(causes_while_running), RANKS,
                              "Prometheus showed idle causes while it ran for: %s" % causes_while_running)
 
-            # watch, while it ran: every rank on a "running" line with a top cause.
+            # watch, while it ran: every rank on a "running" line with a top finding.
             top_while_running = {}
             for _, processes, _ in watcher.blocks():
                 for p in processes:
@@ -86,7 +86,7 @@ class EightRanksLiveTest(unittest.TestCase):
         processes = {str(p["rank"]): p for p in report["processes"]}
         self.assertEqual(sorted(processes), RANKS)
 
-        # watch's last picture: every rank ended, with the report's idle % and top cause.
+        # watch's last picture: every rank ended, with the report's idle % and top finding.
         _, last, _ = watcher.blocks()[-1]
         self.assertEqual(sorted(p["rank"] for p in last), RANKS)
         for p in last:

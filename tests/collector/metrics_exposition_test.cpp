@@ -5,6 +5,7 @@
 
 #include "collector/metrics_exposition.h"
 #include "collector/metrics_server.h"
+#include "analysis/process_summary.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -207,7 +208,8 @@ TEST_CASE("the exposition has every family once, typed, and every sample belongs
       {"gapwatch_launches_total", "counter"},       {"gapwatch_nccl_comm_seconds_total", "counter"},
       {"gapwatch_nccl_host_seconds_total", "counter"}, {"gapwatch_events_total", "counter"},
       {"gapwatch_drops_total", "counter"},          {"gapwatch_steps_total", "counter"},
-      {"gapwatch_step_seconds", "gauge"},           {"gapwatch_process_running", "gauge"},
+      {"gapwatch_step_seconds", "gauge"},           {"gapwatch_top_finding_idle_fraction", "gauge"},
+      {"gapwatch_process_running", "gauge"},
       {"gapwatch_processes", "gauge"},
   };
   CHECK(e.types == expected);
@@ -251,6 +253,16 @@ TEST_CASE("the exposition's numbers are the status's") {
   CHECK(e.value("gapwatch_drops_total", {{"pid", "4242"}}) == "3");
   CHECK(e.value("gapwatch_steps_total", {{"pid", "4242"}}) == "30");
   CHECK(e.value("gapwatch_step_seconds", {{"pid", "4242"}}) == "0.003");
+  // The top finding is the one the process's report would name: its diagnosis's first.
+  const CollectorStatus status = twoProcesses();
+  const auto top = analysis::topFinding(status.processes.front().analysis);
+  REQUIRE(top);
+  const auto tops = e.find("gapwatch_top_finding_idle_fraction", {{"pid", "4242"}});
+  REQUIRE(tops.size() == 1);
+  CHECK(tops.front().labels.at("finding") == top->id);
+  CHECK(tops.front().labels.at("cause") == top->cause);
+  CHECK(std::stod(tops.front().value) == Approx(top->idle_share).epsilon(1e-5));
+  CHECK(e.find("gapwatch_top_finding_idle_fraction", {{"pid", "99"}}).empty());  // no device timeline
   CHECK(e.value("gapwatch_process_running", {{"pid", "4242"}}) == "1");
   CHECK(e.value("gapwatch_process_running", {{"pid", "99"}}) == "0");
   CHECK(e.value("gapwatch_processes", {{"state", "running"}}) == "1");

@@ -24,6 +24,7 @@ from collector_test import Collector, HANG  # noqa: E402
 LONG_JOB = os.path.join(HERE, "scenarios", "watch-long.json")  # two ranks, about 10 s
 # Causes in the analysis's order (analysis/idle_cause.h): process_summary.cpp gives a tie to the first.
 CAUSES = ["host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "dependency"]
+FINDING_ID = r"^[a-z][a-z_]*$"  # a finding's id (docs/report-json.md), whichever the diagnosis makes
 # The StatusRequest frame, byte by byte: length 2, Frame field 5 (length-delimited), empty message.
 STATUS_REQUEST = b"\x02\x2a\x00"
 
@@ -91,15 +92,12 @@ class Watcher:
 
 
 def report_summary(process):
-    """(idle %, top cause) of a process of the collector's report JSON, summed over its devices as
-    analysis/process_summary.cpp sums them."""
+    """(idle %, top finding) of a process of the collector's report JSON: idle summed over its
+    devices as analysis/process_summary.cpp sums it, and the id of the finding its report ranks
+    first (the one its verdict names), "-" without one."""
     window = sum(d["window_ns"] for d in process["devices"])
     idle = sum(d["idle_ns"] for d in process["devices"])
-    by_cause = [sum(d["idle_by_cause"][c] for d in process["devices"]) for c in CAUSES]
-    top, top_ns = "-", 0
-    for cause, ns in zip(CAUSES, by_cause):
-        if ns > top_ns:
-            top, top_ns = cause, ns
+    top = process["findings"][0]["id"] if process["findings"] else "-"
     return ("%.1f%%" % (100.0 * idle / window) if window else "-"), top
 
 
@@ -130,9 +128,9 @@ class WatchLiveTest(unittest.TestCase):
                     live.setdefault(p["rank"], p)
             return {"0", "1"} <= set(live)
 
-        watcher.wait_block(both_ranks_live, "both ranks running with a top cause")
-        self.assertIn(live["0"]["top"], CAUSES)
-        self.assertIn(live["1"]["top"], CAUSES)
+        watcher.wait_block(both_ranks_live, "both ranks running with a top finding")
+        self.assertRegex(live["0"]["top"], FINDING_ID)
+        self.assertRegex(live["1"]["top"], FINDING_ID)
         _, err = sim.communicate(timeout=HANG * 3)
         self.assertEqual(sim.returncode, 0, err)
         last = watcher.wait_block(lambda b: len(b[1]) == 2 and all(p["state"] == "ended" for p in b[1]),
@@ -223,9 +221,9 @@ class WatchTerminalTest(unittest.TestCase):
 
         def ranks_with_causes(screen):
             found = {m.group("rank"): m.group("top") for m in rows.finditer(screen)}
-            return set(found) == {"0", "1"} and all(t in CAUSES for t in found.values())
+            return set(found) == {"0", "1"} and all(re.fullmatch(FINDING_ID, t) for t in found.values())
 
-        screen = self.wait_capture(ranks_with_causes, "both ranks running with a top cause")
+        screen = self.wait_capture(ranks_with_causes, "both ranks running with a top finding")
         self.assertIn("gapwatch watch  collector %s" % collector.socket, screen)
         self.assertIn("RANK  PID", screen)
         self.assertRegex(screen, r"(?m)^node\s+\d+\.\d%")

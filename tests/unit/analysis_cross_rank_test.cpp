@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -208,4 +209,56 @@ TEST_CASE("the arrival stage keeps each communicator's NCCL kernels for the comb
   const std::vector<RankWait> waits = attributeRankWaits({rank0, summaryOf(1, {1070, 1990})});
   CHECK(waitOf(waits, 1).waited_for_ns == us(70));
   CHECK(waitOf(waits, 0).waited_for_ns == us(10));
+}
+
+TEST_CASE("each rank's lateness is its start less the median of the others', summarized by median and MAD",
+          "[cross_rank]") {
+  // Collective 0: rank 2 last (45 us after the median of 100 and 110). Collective 1: all at once,
+  // nobody waited. Collective 2: rank 0 last, 20 us after the other two.
+  const std::vector<RankWait> waits = attributeRankWaits({
+      rankWith(0, {comm({100, 300, 520}, {200, 400, 600}, "", 3)}),
+      rankWith(1, {comm({110, 300, 500}, {200, 400, 600}, "", 3)}),
+      rankWith(2, {comm({150, 300, 500}, {200, 400, 600}, "", 3)}),
+  });
+  REQUIRE(waits.size() == 3);
+  // The sign test's trials: the two collectives in which someone waited, a third of them each by chance.
+  for (const RankWait& w : waits) {
+    CHECK(w.collectives == 2);
+    CHECK(w.expected_last == Approx(2.0 / 3));
+  }
+  CHECK(waitOf(waits, 2).collectives_last == 1);
+  CHECK(waitOf(waits, 0).collectives_last == 1);
+  // Rank 0: -30, 0, +20 us -> median 0, MAD 20. Rank 1: -15, 0, -10 -> median -10, MAD 5.
+  // Rank 2: +45, 0, -10 -> median 0, MAD 10.
+  CHECK(waitOf(waits, 0).lateness_median_ns == 0);
+  CHECK(waitOf(waits, 0).lateness_mad_ns == us(20));
+  CHECK(waitOf(waits, 1).lateness_median_ns == -static_cast<int64_t>(us(10)));
+  CHECK(waitOf(waits, 1).lateness_mad_ns == us(5));
+  CHECK(waitOf(waits, 2).lateness_median_ns == 0);
+  CHECK(waitOf(waits, 2).lateness_mad_ns == us(10));
+  // Means: rank 0 (-30 + 0 + 20) / 3, rank 2 (45 + 0 - 10) / 3. Three collectives are too few for
+  // the batch means the test needs.
+  CHECK(waitOf(waits, 0).lateness_collectives == 3);
+  CHECK(waitOf(waits, 0).lateness_mean_ns == Approx(-10'000.0 / 3));
+  CHECK(waitOf(waits, 2).lateness_mean_ns == Approx(35'000.0 / 3));
+  CHECK(waitOf(waits, 2).lateness_batches == 0);
+}
+
+TEST_CASE("the lateness's standard error comes from batch means of consecutive collectives", "[cross_rank]") {
+  // Rank 1 is 10 us late in the first half of 40 collectives and 30 us in the second: 20 batches
+  // of 2, ten with mean 10 us and ten with 30 us; their standard deviation sqrt(100 * 20 / 19) us,
+  // over sqrt(20).
+  std::vector<uint64_t> starts0, starts1, ends;
+  for (uint64_t k = 0; k < 40; ++k) {
+    starts0.push_back(1'000 * k);
+    starts1.push_back(1'000 * k + (k < 20 ? 10 : 30));
+    ends.push_back(1'000 * k + 500);
+  }
+  const std::vector<RankWait> waits = attributeRankWaits({rankWith(0, {comm(starts0, ends)}), rankWith(1, {comm(starts1, ends)})});
+  const RankWait& late = waitOf(waits, 1);
+  CHECK(late.lateness_collectives == 40);
+  CHECK(late.lateness_batches == kStragglerBatches);
+  CHECK(late.lateness_mean_ns == Approx(us(20)));
+  CHECK(late.lateness_se_ns == Approx(1'000.0 * std::sqrt(100.0 * 20 / 19) / std::sqrt(20.0)));
+  CHECK(waitOf(waits, 0).lateness_mean_ns == Approx(-static_cast<double>(us(20))));
 }

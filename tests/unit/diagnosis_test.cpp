@@ -4,10 +4,14 @@
 #include "analysis/diagnosis.h"
 #include "analysis/sync_advice.h"
 
+#include "analysis/cross_rank.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <string>
 
 using namespace gapwatch;
@@ -81,6 +85,13 @@ const Finding& finding(const ProcessAnalysis& p, const std::string& id) {
   FAIL("no finding " << id);
   static Finding none;
   return none;
+}
+
+bool hasNumber(const Finding& f, const std::string& key) {
+  for (const auto& [k, v] : f.numbers) {
+    if (k == key) return true;
+  }
+  return false;
 }
 
 double number(const Finding& f, const std::string& key) {
@@ -488,33 +499,177 @@ TEST_CASE("without device times there is no verdict about idle time") {
   CHECK(verdict(empty).find("No kernel, copy or memset") == 0);
 }
 
-TEST_CASE("across ranks, the rank the others wait for is a finding above the threshold") {
+namespace {
+
+// Ranks whose k-th collective starts at 10 ms + 100 ms * k plus `offset_us(rank, k)` microseconds;
+// kernels end together. The arrival data the straggler test reads, through attributeRankWaits as
+// a real run gives it.
+template <typename Offset>
+std::vector<RankWait> arrivals(int32_t nranks, std::size_t collectives, Offset offset_us) {
+  std::vector<RankCollectives> ranks(static_cast<std::size_t>(nranks));
+  for (int32_t r = 0; r < nranks; ++r) {
+    RankCollectives& rank = ranks[static_cast<std::size_t>(r)];
+    rank.rank = r;
+    rank.host = "node0";
+    CommunicatorKernels& c = rank.communicators.emplace_back();
+    c.nranks = nranks;
+    for (std::size_t k = 0; k < collectives; ++k) {
+      c.starts_ns.push_back(static_cast<uint64_t>(static_cast<int64_t>(10 * kMs + k * 100 * kMs) +
+                                                  int64_t{offset_us(r, k)} * 1'000));
+      c.ends_ns.push_back(10 * kMs + k * 100 * kMs + 90 * kMs);
+    }
+  }
+  return attributeRankWaits(ranks);
+}
+
+// A reproducible jitter in [-range, range] microseconds.
+int64_t jitterUs(std::size_t k, int64_t range) {
+  uint64_t x = (k + 1) * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<int64_t>(x % static_cast<uint64_t>(2 * range + 1)) - range;
+}
+
+// The ranks of `waits`, each with a 100 ms window and an NCCL finding of its own.
+AnalysisReport reportOf(std::vector<RankWait> waits) {
   AnalysisReport report;
-  for (int32_t rank : {0, 1}) {
+  for (const RankWait& w : waits) {
     ProcessAnalysis p = processWith(only(IdleCause::kNcclHost, 20 * kMs));
-    p.rank = rank;
+    p.rank = w.rank;
     report.processes.push_back(p);
   }
-  report.rank_waits = {{0, 1 * kMs, 3}, {1, 6 * kMs, 27}};  // others' windows: 100 ms
+  report.rank_waits = std::move(waits);
+  return report;
+}
+
+bool saysNoRankStandsOut(const Finding& nccl) {
+  for (const auto& [name, value] : nccl.evidence) {
+    if (name == "the ranks wait for" && value.rfind("no rank stands out", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("the t-test's tail is Student's for odd and even degrees of freedom") {
+  CHECK(studentUpperTail(0, 19) == Approx(0.5));
+  CHECK(studentUpperTail(1, 1) == Approx(0.25));                                 // Cauchy
+  CHECK(studentUpperTail(2, 2) == Approx(0.5 - 2 / (2 * std::sqrt(6.0))));       // closed form for 2
+  CHECK(studentUpperTail(3, 3) == Approx(0.02883).margin(1e-5));                 // tables
+  CHECK(studentUpperTail(2.539, 19) == Approx(0.01).margin(1e-4));               // t(0.99, 19)
+  CHECK(studentUpperTail(-2.539, 19) == Approx(0.99).margin(1e-4));
+  CHECK(studentUpperTail(std::numeric_limits<double>::infinity(), 19) == 0.0);
+}
+
+TEST_CASE("across ranks, a rank late in every collective beyond the jitter is a straggler") {
+  // Rank 1 starts 300 us (+-100 us) after rank 0 in each of 100 collectives: 30 ms of the other's
+  // 100 ms window.
+  AnalysisReport report =
+      reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) { return r == 1 ? 300 + jitterUs(k, 100) : 0; }));
   diagnoseReport(report);
+  REQUIRE(report.straggler_test);
+  const StragglerTest& test = *report.straggler_test;
+  CHECK(test.rank == 1);
+  CHECK(test.collectives_last == 100);
+  CHECK(test.collectives == 100);
+  CHECK(test.expected_last == Approx(50));
+  CHECK(test.batches == 20);
+  CHECK(test.lateness_mean_ns == Approx(299'590));
+  CHECK(test.t > 50);
+  CHECK(test.p_value < 1e-10);
+  CHECK(test.named);
   REQUIRE(report.findings.size() == 1);
   const Finding& f = report.findings[0];
   CHECK(f.id == kFindingStraggler);
   CHECK(f.title == "waiting for rank 1 in collectives");
-  CHECK(f.idle_ns == 6 * kMs);
-  CHECK(f.idle_share == Approx(0.06));
+  CHECK(f.idle_share == Approx(0.3).margin(0.01));
+  CHECK(number(f, "p_value") < 1e-10);
+  CHECK(number(f, "collectives_last") == 100);
+  CHECK(number(f, "lateness_mean_ns") > 10 * number(f, "lateness_se_ns"));
   // Each rank's own NCCL finding names the rank its collectives waited for.
   for (const ProcessAnalysis& p : report.processes) {
     CHECK(number(finding(p, kFindingNccl), "waited_for_rank") == 1);
   }
+}
 
-  report.rank_waits = {{0, 1 * kMs, 3}, {1, 4 * kMs, 27}};
+TEST_CASE("across ranks, waits that go either way are no straggler however long they are") {
+  // Either rank starts up to 600 us after the other at random: each waits for the other about
+  // 15 % of its window, and rank 1 a little more (16.0 ms against 15.2). Before the test, that
+  // was enough to name it.
+  AnalysisReport report = reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) { return r == 1 ? jitterUs(k, 600) : 0; }));
   diagnoseReport(report);
+  REQUIRE(report.straggler_test);
+  const StragglerTest& test = *report.straggler_test;
+  CHECK(test.rank == 1);
+  CHECK(test.enough_wait);
+  CHECK(test.t == Approx(0.24).margin(0.01));
+  CHECK(test.p_value > 0.5);
+  CHECK_FALSE(test.late);
+  CHECK_FALSE(test.named);
+  CHECK(report.findings.empty());
+  for (const ProcessAnalysis& p : report.processes) {
+    const Finding& nccl = finding(p, kFindingNccl);
+    CHECK_FALSE(hasNumber(nccl, "waited_for_rank"));
+    CHECK(saysNoRankStandsOut(nccl));
+  }
+}
+
+TEST_CASE("across ranks, a rank late only in the first collective of each step is a straggler") {
+  // Four ranks in lockstep (+-20 us) but for every fifth collective, which rank 3 reaches 5 ms
+  // late: the step's first, after the data loading where it is slow. Its median lateness is
+  // within the jitter (a median would see nothing); its mean is 1 ms, far beyond the spread.
+  AnalysisReport report = reportOf(arrivals(4, 200, [](int32_t r, std::size_t k) {
+    return jitterUs(k * 4 + static_cast<std::size_t>(r), 20) + (r == 3 && k % 5 == 0 ? 5'000 : 0);
+  }));
+  diagnoseReport(report);
+  REQUIRE(report.straggler_test);
+  const StragglerTest& test = *report.straggler_test;
+  CHECK(test.rank == 3);
+  CHECK(std::abs(test.lateness_median_ns) < 20'000);
+  CHECK(test.lateness_mean_ns == Approx(1'000'000).epsilon(0.01));
+  CHECK(test.named);
+  REQUIRE(report.findings.size() == 1);
+  CHECK(report.findings[0].title == "waiting for rank 3 in collectives");
+}
+
+TEST_CASE("across ranks, one long wait among even ones is no straggler") {
+  // Rank 1 once 60 ms late (a checkpoint of its own, say), otherwise +-300 us either way: the
+  // others waited for it 68 % of their window, but one collective is not a pattern (t = 1.05).
+  AnalysisReport report = reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) {
+    return r == 1 ? jitterUs(k, 300) + (k == 50 ? 60'000 : 0) : 0;
+  }));
+  diagnoseReport(report);
+  REQUIRE(report.straggler_test);
+  CHECK(report.straggler_test->rank == 1);
+  CHECK(report.straggler_test->enough_wait);
+  CHECK(report.straggler_test->p_value > 0.1);
+  CHECK(report.findings.empty());
+}
+
+TEST_CASE("across ranks, a late rank whose wait is under the bar, or too few collectives, is no straggler") {
+  // Always last, by 40 us: 4 ms of the other's 100 ms window, under straggler_min_window_share.
+  AnalysisReport report =
+      reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) { return r == 1 ? 40 + jitterUs(k, 5) : 0; }));
+  diagnoseReport(report);
+  REQUIRE(report.straggler_test);
+  CHECK(report.straggler_test->late);
+  CHECK_FALSE(report.straggler_test->enough_wait);
+  CHECK(report.findings.empty());
+
+  // 300 us late every time, but in 39 collectives: fewer than two per batch, no test.
+  report = reportOf(arrivals(2, 39, [](int32_t r, std::size_t k) { return r == 1 ? 300 + jitterUs(k, 100) : 0; }));
+  diagnoseReport(report);
+  REQUIRE(report.straggler_test);
+  CHECK(report.straggler_test->batches == 0);
+  CHECK(report.straggler_test->enough_wait);
+  CHECK_FALSE(report.straggler_test->named);
   CHECK(report.findings.empty());
 
   report.rank_waits.clear();  // one rank, or no shared collective
   diagnoseReport(report);
   CHECK(report.findings.empty());
+  CHECK_FALSE(report.straggler_test);
 }
 
 TEST_CASE("host time is split into findings by what the host was doing, each with its own time") {

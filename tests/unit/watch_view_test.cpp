@@ -27,6 +27,11 @@ std::string causes(uint64_t host_cpu, uint64_t launch, uint64_t nccl) {
          ",\"sync_copy\":0,\"cuda_api\":0,\"nccl_host\":" + std::to_string(nccl) + ",\"dependency\":0}";
 }
 
+// A top finding as the status gives it: its id, title and cause.
+std::string topFinding(const std::string& id, const std::string& cause) {
+  return "{\"id\":\"" + id + "\",\"title\":\"in " + id + "\",\"cause\":\"" + cause + "\",\"idle_share\":0.75}";
+}
+
 std::string process(int connection, uint32_t pid, const std::string& rank, const std::string& state, uint64_t window,
                     uint64_t idle, const std::string& by_cause, const std::string& top, uint64_t steps,
                     uint64_t step_median, uint64_t syncs, uint64_t events, uint64_t drops) {
@@ -38,7 +43,7 @@ std::string process(int connection, uint32_t pid, const std::string& rank, const
          ",\"drops\":" + std::to_string(drops) + ",\"bytes\":1000,\"device_timeline\":true,\"window_ns\":" +
          std::to_string(window) + ",\"idle_ns\":" + std::to_string(idle) +
          ",\"idle_fraction\":" + std::to_string(fraction) + ",\"idle_by_cause_ns\":" + by_cause +
-         ",\"top_cause\":" + top + ",\"steps\":" + std::to_string(steps) +
+         ",\"top_finding\":" + top + ",\"steps\":" + std::to_string(steps) +
          ",\"step_median_ns\":" + std::to_string(step_median) + ",\"sync_points\":" + std::to_string(syncs) +
          ",\"syncs_per_step\":" + std::to_string(per_step) + ",\"launches\":1234,\"nccl_comm_ns\":" +
          std::to_string(5 * kMs) + "}";
@@ -55,9 +60,9 @@ std::string statusLine(const std::vector<std::string>& processes, uint64_t uptim
 // without a rank that has no window, step or idle yet.
 std::string threeProcesses() {
   return statusLine({
-      process(1, 101, "0", "running", 100 * kMs, 40 * kMs, causes(10 * kMs, 0, 30 * kMs), "\"nccl_host\"", 20,
+      process(1, 101, "0", "running", 100 * kMs, 40 * kMs, causes(10 * kMs, 0, 30 * kMs), topFinding("nccl", "nccl_host"), 20,
               2 * kMs, 20, 5000, 0),
-      process(2, 102, "1", "ended", 300 * kMs, 150 * kMs, causes(150 * kMs, 0, 0), "\"host_cpu\"", 10, 30 * kMs,
+      process(2, 102, "1", "ended", 300 * kMs, 150 * kMs, causes(150 * kMs, 0, 0), topFinding("data_pipeline", "host_cpu"), 10, 30 * kMs,
               25, 7000, 3),
       process(3, 103, "null", "running", 0, 0, causes(0, 0, 0), "null", 0, 0, 0, 10, 0),
   });
@@ -92,10 +97,10 @@ TEST_CASE("plain form: a timestamped header, one line per process, the totals") 
   REQUIRE(lines.size() == 5);
   CHECK(lines[0] == "2026-12-02T01:02:03 collector /run/gw/c.sock: up 12.3 s, 3 processes (2 running, 1 ended)");
   CHECK(lines[1] ==
-        "  rank 0  pid 101  running  idle 40.0%  top nccl_host  step 2.00 ms  syncs/step 1.0  launches 1,234  "
+        "  rank 0  pid 101  running  idle 40.0%  top nccl  step 2.00 ms  syncs/step 1.0  launches 1,234  "
         "nccl 5.00 ms  events 5,000  drops 0");
   CHECK(lines[2] ==
-        "  rank 1  pid 102  ended  idle 50.0%  top host_cpu  step 30.0 ms  syncs/step 2.5  launches 1,234  "
+        "  rank 1  pid 102  ended  idle 50.0%  top data_pipeline  step 30.0 ms  syncs/step 2.5  launches 1,234  "
         "nccl 5.00 ms  events 7,000  drops 3");
   // Nothing known yet: "-", not zeros that read as measurements.
   CHECK(lines[3] ==
@@ -122,7 +127,7 @@ TEST_CASE("the node's line names the three largest causes, the rest as others") 
       "{\"host_cpu\":10,\"launch_overhead\":40,\"sync_copy\":5,\"cuda_api\":20,\"nccl_host\":25,\"dependency\":0}";
   WatchViewOptions options;
   const auto lines = renderWatchView(
-      parsed(statusLine({process(1, 9, "0", "running", 200, 100, by_cause, "\"launch_overhead\"", 0, 0, 0, 1, 0)})),
+      parsed(statusLine({process(1, 9, "0", "running", 200, 100, by_cause, topFinding("launch_overhead", "launch_overhead"), 0, 0, 0, 1, 0)})),
       options);
   CHECK(lines.back() == "  node  idle 50.0%  by cause launch_overhead 40%, nccl_host 25%, cuda_api 20%, others 15%  "
                         "events 1  drops 0");
@@ -135,12 +140,12 @@ TEST_CASE("terminal form: a table with bars, the totals, no escape codes without
   const auto lines = renderWatchView(parsed(threeProcesses()), options);
   CHECK_FALSE(hasEscape(lines));
   CHECK(lines[0] == "gapwatch watch  collector /run/gw/c.sock  up 12.3 s  3 processes (2 running, 1 ended)");
-  CHECK(lines[2].rfind("RANK  PID      STATE      IDLE              TOP CAUSE", 0) == 0);
+  CHECK(lines[2].rfind("RANK  PID      STATE      IDLE              TOP FINDING", 0) == 0);
   const std::string rank0 = lineWith(lines, "101");
-  CHECK(rank0.rfind("0     101      running   40.0% [####      ] nccl_host", 0) == 0);
+  CHECK(rank0.rfind("0     101      running   40.0% [####      ] nccl", 0) == 0);
   CHECK(rank0.find("2.00 ms") != std::string::npos);
   const std::string rank1 = lineWith(lines, "102");
-  CHECK(rank1.rfind("1     102      ended     50.0% [#####     ] host_cpu", 0) == 0);
+  CHECK(rank1.rfind("1     102      ended     50.0% [#####     ] data_pipeline", 0) == 0);
   const std::string unknown = lineWith(lines, "103");
   CHECK(unknown.rfind("-     103      running       - [          ] -", 0) == 0);
   const std::string node = lineWith(lines, "node");
@@ -202,6 +207,9 @@ TEST_CASE("the collector's own status line reads back") {
   d.window_end_ns = 200 * kMs;
   d.idle_ns = 50 * kMs;
   d.idle_by_cause_ns[std::size_t(analysis::IdleCause::kLaunchOverhead)] = 50 * kMs;
+  // In 1,000 short gaps: launch overhead is a finding only from many of them.
+  for (int i = 0; i < 1000; ++i) d.gaps.add(50'000);
+  d.launch_overhead_short_gaps = 1000;
   p.analysis.devices.push_back(d);
   status.processes.push_back(p);
   std::string line = collector::statusJsonLine(status);
