@@ -112,6 +112,11 @@ void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
   if (!facts_.device_timeline) return;
   advance(range.start_ns);
   host_ranges_seen_ = true;
+  // A kind a newer recorder added says nothing this engine can use; empty ranges cover nothing.
+  if (range.kind != v1::HOST_RANGE_KIND_INPUT_PIPELINE && range.kind != v1::HOST_RANGE_KIND_FRAMEWORK_OP &&
+      range.kind != v1::HOST_RANGE_KIND_ANNOTATION) {
+    return;
+  }
   if (range.end_ns <= range.start_ns) return;
   auto& by_thread = range.kind == v1::HOST_RANGE_KIND_FRAMEWORK_OP ? thread_ops_ : thread_ranges_;
   RingQueue<HostSpan>& spans = by_thread[range.thread_id];
@@ -444,7 +449,7 @@ void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_
   while (cursor < b) {
     while (e < host_edges_.size() && host_edges_[e].t <= cursor) {
       const HostSpan* s = host_spans_[host_edges_[e].span];
-      const std::size_t kind = static_cast<std::size_t>(s->kind) & 3;
+      const std::size_t kind = static_cast<std::size_t>(s->kind);  // 1..3: onHostRange keeps no other
       open[kind] += host_edges_[e].delta;
       if (host_edges_[e].delta > 0) last[kind] = s;
       ++e;

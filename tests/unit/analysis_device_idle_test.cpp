@@ -535,3 +535,56 @@ TEST_CASE("a query that saw the work done does not hold later blocked calls unti
   }
   CHECK(stage.blockedCallsPending() <= 1100);
 }
+
+TEST_CASE("host time is split by the launching thread's host ranges: data loading, then ops, then the rest") {
+  // Kernels [0, 100) and [1000, 1100); the gap [100, 1000) ends at the kernel launched at
+  // [990, 1000). The thread, outside any CUDA call over [100, 990): in the DataLoader's range over
+  // [100, 400), inside which an op runs [200, 300) (data loading wins); in an op over [500, 700);
+  // under an annotation only over [700, 990) but for [800, 850) in an op; nothing over [400, 500).
+  EngineFeed feed;
+  feed.name(v1::STRING_KIND_HOST_RANGE_NAME, 1, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+      .name(v1::STRING_KIND_HOST_RANGE_NAME, 2, "aten::stack")
+      .name(v1::STRING_KIND_HOST_RANGE_NAME, 3, "aten::linear")
+      .name(v1::STRING_KIND_HOST_RANGE_NAME, 4, "## metrics:publish ##")
+      .add(launch(kMain, us(0), us(0) + 500, 1))
+      .add(launch(kMain, us(990), us(1000), 2))
+      .add(hostRange(v1::HOST_RANGE_KIND_INPUT_PIPELINE, kMain, us(100), us(400), 1))
+      .add(hostRange(v1::HOST_RANGE_KIND_FRAMEWORK_OP, kMain, us(200), us(300), 2))
+      .add(hostRange(v1::HOST_RANGE_KIND_FRAMEWORK_OP, kMain, us(500), us(700), 3))
+      .add(hostRange(v1::HOST_RANGE_KIND_ANNOTATION, kMain, us(700), us(990), 4))
+      .add(hostRange(v1::HOST_RANGE_KIND_FRAMEWORK_OP, kMain, us(800), us(850), 3))
+      // Another thread's op says nothing of the launching thread.
+      .add(hostRange(v1::HOST_RANGE_KIND_FRAMEWORK_OP, kOther, us(100), us(1000), 3))
+      // A kind this engine does not know is left out.
+      .add(hostRange(static_cast<v1::HostRangeKind>(9), kMain, us(400), us(500), 3))
+      .add(kernelAt(us(0), us(100), 1))
+      .add(kernelAt(us(1000), us(1100), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kHostCpu) == us(890));
+  const auto part = [&](HostPart p) { return d.host_cpu_by_part_ns[static_cast<std::size_t>(p)]; };
+  CHECK(part(HostPart::kInputPipeline) == us(300));
+  CHECK(part(HostPart::kFramework) == us(250));
+  CHECK(part(HostPart::kOther) == us(340));  // [400, 500) outside everything, [700, 990) less the op
+  CHECK(part(HostPart::kUnknown) == 0);
+  REQUIRE(d.host_part_labels[static_cast<std::size_t>(HostPart::kOther)].size() == 2);
+  CHECK(d.host_part_labels[static_cast<std::size_t>(HostPart::kOther)][0].name == "## metrics:publish ##");
+  CHECK(d.host_part_labels[static_cast<std::size_t>(HostPart::kOther)][0].ns == us(240));
+  CHECK(d.host_part_labels[static_cast<std::size_t>(HostPart::kOther)][1].name.empty());  // outside any annotation
+  CHECK(d.host_part_labels[static_cast<std::size_t>(HostPart::kFramework)][0].name == "aten::linear");
+  CHECK(d.longest_gaps.at(0).host_by_part_ns == d.host_cpu_by_part_ns);
+}
+
+TEST_CASE("without host ranges, host time is unknown, and its share in long gaps is kept as a hint") {
+  // Gaps of 500 us and 2 ms, both host_cpu, in a recording that holds no host range.
+  EngineFeed feed;
+  feed.add(launch(kMain, us(0), us(1), 1))
+      .add(launch(kMain, us(690), us(700), 2))
+      .add(launch(kMain, us(2790), us(2800), 3))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(700), us(800), 2))
+      .add(kernelAt(us(2800), us(2900), 3));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] == cause(d, IdleCause::kHostCpu));
+  CHECK(cause(d, IdleCause::kHostCpu) == us(490) + us(1990));
+  CHECK(d.unknown_host_in_long_gaps_ns == us(1990));
+}

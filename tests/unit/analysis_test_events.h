@@ -52,6 +52,11 @@ inline DeviceActivityEvent work(v1::ActivityKind kind, uint64_t start_ns, uint64
   return e;
 }
 
+inline HostRangeEvent hostRange(v1::HostRangeKind kind, uint32_t thread_id, uint64_t start_ns, uint64_t end_ns,
+                                uint32_t name_id = 0) {
+  return {kind, thread_id, start_ns, end_ns, name_id};
+}
+
 inline DeviceActivityEvent kernelAt(uint64_t start_ns, uint64_t end_ns, uint64_t correlation_id, uint64_t stream = 7,
                                     uint32_t device = 0) {
   return work(v1::ACTIVITY_KIND_KERNEL, start_ns, end_ns, correlation_id, stream, device);
@@ -98,6 +103,7 @@ class EngineFeed {
   EngineFeed& add(const DeviceActivityEvent& e) { return batches_.back().activities.push_back(e), *this; }
   EngineFeed& add(const NcclCallEvent& e) { return batches_.back().nccl_calls.push_back(e), *this; }
   EngineFeed& add(const MarkerEvent& e) { return batches_.back().markers.push_back(e), *this; }
+  EngineFeed& add(const HostRangeEvent& e) { return batches_.back().host_ranges.push_back(e), *this; }
   // Defines a name (kernel, API call, marker) in the current batch, as a recording would.
   EngineFeed& name(v1::StringKind kind, uint32_t id, std::string text) {
     return batches_.back().strings.push_back({kind, id, std::move(text)}), *this;
