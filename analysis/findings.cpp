@@ -477,6 +477,22 @@ Finding warmup(const IdleExplanation& x) {
     f.number("stall_ns", static_cast<double>(total));
     f.evidence("typical long gap", "up to " + formatDuration(x.typical_long_gap_ns) + "; a stall is " +
                                        formatDuration(x.stall_limit_ns) + " or longer");
+    // What the host was doing in the stalls, where the recording says (Host time): a compile in
+    // Python reads otherwise than an op that autotunes or a data loader that starts its workers.
+    std::array<uint64_t, kHostPartCount> parts{};
+    uint64_t host = 0;
+    for (const IdleGap& gap : x.stalls) {
+      for (std::size_t q = 0; q < kHostPartCount; ++q) parts[q] += gap.host_by_part_ns[q], host += gap.host_by_part_ns[q];
+    }
+    if (host > parts[static_cast<std::size_t>(HostPart::kUnknown)]) {
+      std::string text;
+      for (std::size_t q = 0; q < kHostPartCount; ++q) {
+        if (parts[q] == 0) continue;
+        text += (text.empty() ? "" : ", ") + std::string(hostPartName(static_cast<HostPart>(q))) + " " +
+                formatDuration(parts[q]);
+      }
+      f.evidence("host work in the stalls", text + " (docs/analysis.md, \"Host time\")");
+    }
     f.number("typical_long_gap_ns", static_cast<double>(x.typical_long_gap_ns));
     f.number("stall_limit_ns", static_cast<double>(x.stall_limit_ns));
   }
