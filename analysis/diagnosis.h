@@ -9,9 +9,9 @@
 // shares a report prints add up to 100 % and the ranking is by the idle time each fix can win:
 //   - warmup:          host_cpu, cuda_api and launch_overhead time of mid-run stalls: gaps far
 //                      longer than the process's typical long gap (compile, recompile on a new
-//                      shape, a checkpoint); and the launch_overhead time of every gap of 1.024 ms
-//                      or more (kLongGapNs): the launching thread sat in one slow launch, copy or
-//                      event call, a one-time stall (module load, lazy init, JIT), not overhead;
+//                      shape, a checkpoint); a stall the launching thread spent in one slow
+//                      launch, copy or event call is a one-time stall (module load, lazy init,
+//                      JIT), not launch overhead;
 //   - sync_points:     after-sync idle the host could have hidden had it not waited: per gap, up
 //                      to the time the draining call blocked, taken from the host_cpu and
 //                      launch_overhead time of after-sync gaps (time inside a CUDA call is
@@ -20,8 +20,8 @@
 //                      the host was doing (HostPart): inside data loading, inside framework ops,
 //                      outside any op, or not known (no host events); stall and sync time taken
 //                      from each part in proportion to that part's time in those gaps;
-//   - launch_overhead: the rest of launch_overhead: that of gaps under 1.024 ms, reported only
-//                      when at least `launch_min_gaps` such gaps carry it (many short gaps);
+//   - launch_overhead: the rest of launch_overhead, reported only when at least
+//                      `launch_min_gaps` gaps under 1.024 ms carry it (many short gaps);
 //   - cuda_api:        the rest of cuda_api;
 //   - pageable_copies: sync_copy;       - nccl: nccl_host;       - dependency: dependency.
 // A finding is reported when the idle it explains passes its threshold (DiagnosisThresholds;
@@ -100,12 +100,11 @@ struct IdleExplanation {
   uint64_t after_sync_hideable_ns = 0;  // before capping at the host time of after-sync gaps
   bool after_sync_estimated = false;    // the engine did not fill the after-sync details
   std::vector<IdleGap> stalls;          // the stall gaps, longest first
-  // Launch overhead by gap length: that of gaps of kLongGapNs or more (warmup's, a one-time stall
-  // in a call), and the number of shorter gaps that carry some.
+  // Launch overhead of the stalls (warmup's: a slow call), and the number of gaps under
+  // kLongGapNs that carry some.
   uint64_t long_call_ns = 0;
   uint64_t launch_short_gaps = 0;
-  // Of the longest gaps, those of kLongGapNs or more that are not stalls and in which the thread
-  // sat mostly in one launch, copy or event call, longest first.
+  // The stalls in which the thread sat mostly in one launch, copy or event call, longest first.
   std::vector<IdleGap> one_time_stalls;
   uint64_t typical_long_gap_ns = 0;     // 0: no gap of 1 ms or more
   uint64_t stall_limit_ns = 0;          // gaps this long or longer were stalls

@@ -432,9 +432,8 @@ Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_o
 
 Finding warmup(const IdleExplanation& x) {
   const bool stalls = !x.stalls.empty();
-  // The gap the title names: the longest stall, or one-time stall in a call.
+  // The gap the title names: the longest stall (one_time_stalls are those of them in a call).
   std::vector<IdleGap> shown = x.stalls;
-  shown.insert(shown.end(), x.one_time_stalls.begin(), x.one_time_stalls.end());
   std::stable_sort(shown.begin(), shown.end(), [](const IdleGap& a, const IdleGap& b) { return gapLength(a) > gapLength(b); });
   const IdleGap* lead = shown.empty() ? nullptr : &shown.front();
   // The thread sat in a call (a launch, a malloc, a module load), not in Python: a one-time stall.
