@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -926,7 +927,9 @@ class Feed {
   uint64_t batch_min_ = 0, batch_max_ = 0, last_ns_ = 0;
   std::vector<MarkerEvent> held_;
   std::vector<NcclCallEvent> held_nccl_;
-  std::vector<HostRangeEvent> held_host_;
+  // A deque: a trace's CPU block can hold a million of them, handed over from the front a batch
+  // at a time, which a vector would pay for by moving the rest each time.
+  std::deque<HostRangeEvent> held_host_;
   bool held_sorted_ = true;  // every held list
   std::vector<StringDefinition> strings_;
   std::shared_ptr<StringTable> table_;
