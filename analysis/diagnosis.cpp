@@ -57,8 +57,8 @@ uint64_t estimateHideable(const DeviceAnalysis& device, const ProcessAnalysis& p
 // part loses its own time in the stall gaps, and its share of `taken` (the sync finding's host
 // time) in proportion to its time in after-sync gaps that are not stalls. What rounding leaves
 // goes to unknown, so the parts sum to `rest` exactly.
-void explainHostParts(const DeviceAnalysis& device, uint64_t rest, uint64_t taken, uint64_t stall_limit, bool measured,
-                      IdleExplanation& out) {
+void explainHostParts(const DeviceAnalysis& device, const std::vector<const IdleGap*>& stalls, uint64_t rest,
+                      uint64_t taken, bool measured, IdleExplanation& out) {
   constexpr std::size_t kUnknown = static_cast<std::size_t>(HostPart::kUnknown);
   std::array<double, kHostPartCount> stall{}, after_sync{};
   const double host = static_cast<double>(device.idle_by_cause_ns[kHostCpu]);
@@ -67,11 +67,10 @@ void explainHostParts(const DeviceAnalysis& device, uint64_t rest, uint64_t take
                              : static_cast<double>(device.after_sync_by_cause_ns[kHostCpu]) *
                                    ratio(static_cast<double>(device.host_cpu_by_part_ns[p]), host);
   }
-  for (const IdleGap& gap : device.longest_gaps) {
-    if (gapLength(gap) < stall_limit) continue;
+  for (const IdleGap* gap : stalls) {
     for (std::size_t p = 0; p < kHostPartCount; ++p) {
-      stall[p] += static_cast<double>(gap.host_by_part_ns[p]);
-      if (gap.after_sync) after_sync[p] = std::max(0.0, after_sync[p] - static_cast<double>(gap.host_by_part_ns[p]));
+      stall[p] += static_cast<double>(gap->host_by_part_ns[p]);
+      if (gap->after_sync) after_sync[p] = std::max(0.0, after_sync[p] - static_cast<double>(gap->host_by_part_ns[p]));
     }
   }
   double after_sync_total = 0;
@@ -115,11 +114,17 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
                                    ratio(static_cast<double>(cause[c]), static_cast<double>(device.idle_ns));
   }
   if (!measured) out.after_sync_estimated = true;
+  std::vector<const IdleGap*> device_stalls;  // this device's, for explainHostParts
   for (const IdleGap& gap : device.longest_gaps) {
-    if (gapLength(gap) < limit) continue;
+    // A gap the thread spent mostly inside one launch (or copy, event) call is a slow call, a
+    // one-time stall, from stall_min_ns on even when the run's typical long gap is as long (a run
+    // whose one long gap is a 300 ms module load). Shorter ones stay launch overhead: a loaded
+    // host preempts a thread inside its launches for milliseconds, many times a second.
+    const bool in_call = gapLength(gap) >= t.stall_min_ns && gap.by_cause_ns[kLaunch] * 2 > gapLength(gap);
+    if (gapLength(gap) < limit && !in_call) continue;
     out.stalls.push_back(gap);
-    // A stall the thread spent mostly inside one launch (or copy, event) call: a slow call.
-    if (gap.by_cause_ns[kLaunch] * 2 > gapLength(gap)) out.one_time_stalls.push_back(gap);
+    device_stalls.push_back(&gap);
+    if (in_call) out.one_time_stalls.push_back(gap);
     stall[kHostCpu] += gap.by_cause_ns[kHostCpu];
     stall[kCudaApi] += gap.by_cause_ns[kCudaApi];
     stall[kLaunch] += gap.by_cause_ns[kLaunch];
@@ -157,8 +162,8 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   out.long_call_ns += long_launch;
   out.launch_short_gaps += device.launch_overhead_short_gaps;
   out.sync_points_ns += taken[kHostCpu] + taken[kLaunch] + taken[kCudaApi];
-  explainHostParts(device, minusClamped(cause[kHostCpu], stall[kHostCpu] + taken[kHostCpu]), taken[kHostCpu], limit,
-                   measured, out);
+  explainHostParts(device, device_stalls, minusClamped(cause[kHostCpu], stall[kHostCpu] + taken[kHostCpu]),
+                   taken[kHostCpu], measured, out);
   out.launch_overhead_ns += minusClamped(cause[kLaunch], long_launch + taken[kLaunch]);
   out.cuda_api_ns += minusClamped(cause[kCudaApi], stall[kCudaApi] + taken[kCudaApi]);
   out.pageable_copies_ns += cause[kSyncCopy];
