@@ -234,27 +234,26 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
   }
 }
 
+// The fields of a gap's neighbour, from the device state's frontier or from the activity itself
+// (two types with the same field names).
+template <class Activity>
+static GapActivity gapActivityOf(const Activity& a) {
+  GapActivity g;
+  g.kind = a.kind;
+  g.name_id = a.name_id;
+  g.start_ns = a.start_ns;
+  g.end_ns = a.end_ns;
+  g.stream = a.stream;
+  g.correlation_id = a.correlation_id;
+  g.bytes = a.bytes;
+  g.copy_kind = a.copy_kind;
+  return g;
+}
+
 void DeviceIdleStage::noteNeighbours(const DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next,
                                      const QueuingCall* next_call) const {
-  const FrontierActivity& f = device.frontier;
-  gap.before = {};
-  gap.before.kind = f.kind;
-  gap.before.name_id = f.name_id;
-  gap.before.start_ns = f.start_ns;
-  gap.before.end_ns = f.end_ns;
-  gap.before.stream = f.stream;
-  gap.before.correlation_id = f.correlation_id;
-  gap.before.bytes = f.bytes;
-  gap.before.copy_kind = f.copy_kind;
-  gap.after = {};
-  gap.after.kind = next.kind;
-  gap.after.name_id = next.name_id;
-  gap.after.start_ns = next.start_ns;
-  gap.after.end_ns = next.end_ns;
-  gap.after.stream = next.stream;
-  gap.after.correlation_id = next.correlation_id;
-  gap.after.bytes = next.bytes;
-  gap.after.copy_kind = next.copy_kind;
+  gap.before = gapActivityOf(device.frontier);
+  gap.after = gapActivityOf(next);
   gap.call = {};
   gap.queued_by = {};
   if (!next_call) return;
