@@ -609,8 +609,12 @@ void DeviceIdleStage::prune() {
     while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
     return calls.empty();
   });
+  // Not only from the front: one range around the whole run (an epoch annotation) would hold every
+  // later one behind it, and keep max_end_ns high so that splitHost scans them all.
   const auto prune_spans = [h](uint64_t, RingQueue<HostSpan>& spans) {
-    while (!spans.empty() && spans.front().end_ns <= h) spans.pop_front();
+    uint64_t max_end = 0;
+    spans.eraseIf([h](const HostSpan& s) { return s.end_ns <= h; },
+                  [&max_end](HostSpan& s) { s.max_end_ns = max_end = std::max(max_end, s.end_ns); });
     return spans.empty();
   };
   thread_ops_.eraseWhere(prune_spans);

@@ -38,6 +38,20 @@ class RingQueue {
     head_ = 0;
     size_ = 0;
   }
+  // Removes every element for which `drop` is true, keeping the others in order; `keep(item)` is
+  // called on each one kept, front to back (to refresh a running value such as a prefix maximum).
+  template <typename Drop, typename Keep>
+  void eraseIf(Drop drop, Keep keep) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < size_; ++i) {
+      T& item = (*this)[i];
+      if (drop(item)) continue;
+      if (kept != i) (*this)[kept] = std::move(item);
+      keep((*this)[kept]);
+      ++kept;
+    }
+    size_ = kept;
+  }
 
  private:
   void grow() {

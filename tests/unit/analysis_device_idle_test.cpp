@@ -588,3 +588,36 @@ TEST_CASE("without host ranges, host time is unknown, and its share in long gaps
   CHECK(cause(d, IdleCause::kHostCpu) == us(490) + us(1990));
   CHECK(d.unknown_host_in_long_gaps_ns == us(1990));
 }
+
+TEST_CASE("a host range around the whole run does not hold the later ranges behind it") {
+  // One annotation spans the run (an epoch range); inside it, 20 000 steps of 1 ms (20 s: far
+  // longer than the pipeline's reorder window), each a 900 us annotation of its own, a launch and
+  // its kernel. The stage must forget the
+  // steps' annotations once the device has passed them, the long one still open at the front.
+  AnalysisPipeline pipeline;
+  auto& idle = pipeline.emplaceStage<DeviceIdleStage>(pipeline.options());
+  pipeline.onHello(helloFor(true), 0);
+  StringTable strings;
+  constexpr uint64_t kSteps = 20000;
+  std::size_t most_held = 0;
+  for (uint64_t i = 0; i < kSteps; ++i) {
+    DecodedBatch batch;
+    const uint64_t t = us(1000) * i;
+    if (i == 0) batch.host_ranges.push_back(hostRange(v1::HOST_RANGE_KIND_ANNOTATION, kMain, 0, us(1000) * kSteps, 1));
+    batch.host_ranges.push_back(hostRange(v1::HOST_RANGE_KIND_ANNOTATION, kMain, t, t + us(900), 2));
+    batch.api_calls.push_back(launch(kMain, t + us(900), t + us(905), i + 1));
+    batch.activities.push_back(kernelAt(t + us(905), t + us(1000), i + 1));
+    pipeline.onBatch(batch, strings);
+    most_held = std::max(most_held, idle.heldCalls());
+  }
+  StreamHealth health;
+  health.has_goodbye = true;
+  const ProcessAnalysis a = pipeline.finish(ReadResult{}, health);
+  CHECK(most_held < 2100);  // what one prune interval (1024 events) leaves, and the long range
+  REQUIRE(a.devices.size() == 1);
+  // Each gap [t + 1000, t + 1905): 900 us in the next step's annotation (the innermost), 5 us in
+  // the launch.
+  const DeviceAnalysis& d = a.devices[0];
+  CHECK(cause(d, IdleCause::kHostCpu) == (kSteps - 1) * us(900));
+  CHECK(d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kOther)] == (kSteps - 1) * us(900));
+}
