@@ -61,11 +61,13 @@ void explainHostParts(const DeviceAnalysis& device, const std::vector<const Idle
                       uint64_t taken, bool measured, IdleExplanation& out) {
   constexpr std::size_t kUnknown = static_cast<std::size_t>(HostPart::kUnknown);
   std::array<double, kHostPartCount> stall{}, after_sync{};
-  const double host = static_cast<double>(device.idle_by_cause_ns[kHostCpu]);
+  // Not measured per gap (a recording without the after-sync detail, whose after_sync_by_cause_ns
+  // are all 0): each part's share of idle, as explainDevice estimates each cause's.
   for (std::size_t p = 0; p < kHostPartCount; ++p) {
     after_sync[p] = measured ? static_cast<double>(device.after_sync_host_by_part_ns[p])
-                             : static_cast<double>(device.after_sync_by_cause_ns[kHostCpu]) *
-                                   ratio(static_cast<double>(device.host_cpu_by_part_ns[p]), host);
+                             : static_cast<double>(device.after_sync_ns) *
+                                   ratio(static_cast<double>(device.host_cpu_by_part_ns[p]),
+                                         static_cast<double>(device.idle_ns));
   }
   for (const IdleGap* gap : stalls) {
     for (std::size_t p = 0; p < kHostPartCount; ++p) {

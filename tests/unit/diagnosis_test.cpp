@@ -798,3 +798,21 @@ TEST_CASE("small reads to the host are called reads of values wherever a sync ty
     CHECK(advice.find("The 10 reads of values among them") != std::string::npos);
   }
 }
+
+TEST_CASE("without the per-gap detail, the sync finding takes host time from each part by its share") {
+  // 24 ms of host time in 240 gaps of 100 us, half in data loading and half outside any op; half
+  // of the idle followed a sync (flagged, but no per-gap detail), whose wait hides each gap: the
+  // sync finding takes 12 ms, 6 ms from each part, not all from the part that comes last.
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 24 * kMs), 240);
+  DeviceAnalysis& d = p.devices.front();
+  d.host_cpu_by_part_ns = {12 * kMs, 0, 12 * kMs, 0};
+  d.after_sync_ns = 12 * kMs;
+  SyncTypeStats& s = p.sync_points[static_cast<std::size_t>(SyncPointKind::kStreamSync)];
+  s.count = 120;
+  s.p50_ns = 260 * kUs;
+  s.idle_after_ns = 12 * kMs;
+  const IdleExplanation x = explainIdle(p);
+  REQUIRE(x.after_sync_estimated);
+  CHECK(x.sync_points_ns == 12 * kMs);
+  CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{6 * kMs, 0, 6 * kMs, 0});
+}
