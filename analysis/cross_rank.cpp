@@ -215,8 +215,10 @@ std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ran
   const std::vector<CommunicatorGroup> groups = matchCommunicators(ranks);
   const std::vector<int64_t> offsets = clockOffsets(ranks, groups);
 
-  // Per rank, its lateness in each collective, in order (8 bytes per collective, while combining).
-  std::vector<std::vector<int64_t>> lateness(ranks.size());
+  // Per rank, its lateness in each collective, with the collective's start (16 bytes per
+  // collective, while combining): a rank in several communicators (data- and tensor-parallel
+  // groups) gets its collectives group by group, and the batch means want them in time order.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> timed_lateness(ranks.size());
   std::vector<int64_t> starts;
   std::vector<std::size_t> order;
   for (const CommunicatorGroup& group : groups) {
@@ -243,7 +245,8 @@ std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ran
       for (std::size_t j = 0; j < group.size(); ++j) {
         const int64_t low = otherAt(j, (others - 1) / 2);
         const int64_t high = otherAt(j, others / 2);
-        lateness[group[order[j]].rank_index].push_back(starts[order[j]] - (low + (high - low) / 2));
+        timed_lateness[group[order[j]].rank_index].emplace_back(starts[order[j]],
+                                                                starts[order[j]] - (low + (high - low) / 2));
       }
       uint64_t waited_ns = 0;
       for (std::size_t i = 0; i < group.size(); ++i) {
@@ -261,7 +264,15 @@ std::vector<RankWait> attributeRankWaits(const std::vector<RankCollectives>& ran
       ++culprit.collectives_last;
     }
   }
-  for (std::size_t r = 0; r < ranks.size(); ++r) summarizeLateness(lateness[r], waits[r]);
+  std::vector<int64_t> lateness;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    std::stable_sort(timed_lateness[r].begin(), timed_lateness[r].end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    lateness.clear();
+    for (const auto& [start, late] : timed_lateness[r]) lateness.push_back(late);
+    std::vector<std::pair<int64_t, int64_t>>().swap(timed_lateness[r]);
+    summarizeLateness(lateness, waits[r]);
+  }
   std::stable_sort(waits.begin(), waits.end(), [](const RankWait& a, const RankWait& b) { return a.rank < b.rank; });
   return waits;
 }

@@ -262,3 +262,28 @@ TEST_CASE("the lateness's standard error comes from batch means of consecutive c
   CHECK(late.lateness_se_ns == Approx(1'000.0 * std::sqrt(100.0 * 20 / 19) / std::sqrt(20.0)));
   CHECK(waitOf(waits, 0).lateness_mean_ns == Approx(-static_cast<double>(us(20))));
 }
+
+TEST_CASE("the batch means take a rank's collectives in time order, across its communicators", "[cross_rank]") {
+  // Two communicators used in turn, 40 collectives each: rank 1 is 10 us late in every "world"
+  // collective and 30 us late in every "tp" one. In time order each batch of 4 holds two of each
+  // (every batch mean 20 us, no spread); taken communicator by communicator, the batches would be
+  // ten of 10 us and ten of 30 us.
+  std::vector<uint64_t> world0, world1, world_ends, tp0, tp1, tp_ends;
+  for (uint64_t k = 0; k < 40; ++k) {
+    world0.push_back(2'000 * k);
+    world1.push_back(2'000 * k + 10);
+    world_ends.push_back(2'000 * k + 500);
+    tp0.push_back(2'000 * k + 1'000);
+    tp1.push_back(2'000 * k + 1'030);
+    tp_ends.push_back(2'000 * k + 1'500);
+  }
+  const std::vector<RankWait> waits = attributeRankWaits({
+      rankWith(0, {comm(world0, world_ends, "world"), comm(tp0, tp_ends, "tp")}),
+      rankWith(1, {comm(world1, world_ends, "world"), comm(tp1, tp_ends, "tp")}),
+  });
+  const RankWait& late = waitOf(waits, 1);
+  CHECK(late.lateness_collectives == 80);
+  CHECK(late.lateness_batches == kStragglerBatches);
+  CHECK(late.lateness_mean_ns == Approx(us(20)));
+  CHECK(late.lateness_se_ns == Approx(0.0).margin(1e-6));
+}
