@@ -25,20 +25,26 @@ ProcessSummary summarizeProcess(const ProcessAnalysis& process) {
   return s;
 }
 
+std::optional<TopFinding> topFindingOf(const std::vector<Finding>& findings) {
+  for (const Finding& f : findings) {
+    if (f.idle_ns == 0) continue;  // as verdict() reads them
+    TopFinding top;
+    top.cause = causeOfFinding(f.id);
+    top.id = f.id;
+    top.title = f.title;
+    top.idle_ns = f.idle_ns;
+    top.idle_share = f.idle_share;
+    return top;
+  }
+  return std::nullopt;
+}
+
 std::optional<TopFinding> topFinding(const ProcessAnalysis& process, const AnalysisOptions& options) {
   // diagnose() replaces the findings of what it is given: a copy keeps the caller's (a live
   // snapshot, or a report's process whose findings carry cross-rank evidence) untouched.
   ProcessAnalysis diagnosed = process;
   diagnose(diagnosed, options);
-  if (diagnosed.findings.empty()) return std::nullopt;
-  Finding& f = diagnosed.findings.front();
-  TopFinding top;
-  top.cause = causeOfFinding(f.id);
-  top.id = std::move(f.id);
-  top.title = std::move(f.title);
-  top.idle_ns = f.idle_ns;
-  top.idle_share = f.idle_share;
-  return top;
+  return topFindingOf(diagnosed.findings);
 }
 
 }  // namespace gapwatch::analysis

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gapwatch::analysis {
 
@@ -44,9 +45,13 @@ struct TopFinding {
   double idle_share = 0;   // idle_ns / the process's idle time
 };
 
-// The first finding of diagnose(process, options) (run on a copy, so a live snapshot can be
-// asked as often as a view redraws); none when no finding passes its threshold or there is no
-// device timeline.
+// The finding a verdict names among `findings` (diagnose()'s, in rank order): the first that
+// explains any idle time; none when there is none.
+std::optional<TopFinding> topFindingOf(const std::vector<Finding>& findings);
+
+// topFindingOf(the findings of diagnose(process, options)), run on a copy so that a live snapshot
+// not yet diagnosed can be asked as often as a view redraws; none when no finding passes its
+// threshold or there is no device timeline. A process already diagnosed: topFindingOf(findings).
 std::optional<TopFinding> topFinding(const ProcessAnalysis& process, const AnalysisOptions& options = {});
 
 }  // namespace gapwatch::analysis

@@ -697,7 +697,7 @@ void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
     const ProcessAnalysis& p = report.processes[i];
     const analysis::ProcessSummary s = analysis::summarizeProcess(p);
-    const std::optional<analysis::TopFinding> top = analysis::topFinding(p, report.options);
+    const std::optional<analysis::TopFinding> top = analysis::topFindingOf(p.findings);  // diagnosed
     const int32_t rank = p.rank ? *p.rank : static_cast<int32_t>(i);
     const analysis::RankWait* wait = nullptr;
     for (const analysis::RankWait& w : report.rank_waits) {
