@@ -187,6 +187,7 @@ void record_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const v
       r.return_code = code;
       r.bytes = 1;
       if (runtime) r.call_site = t_call_site;
+      r.python_stack = recorder->post_python_stack();  // a loop that waits: where it is
       t_poll_run.handle = handle;
       t_poll_run.open = true;
       // Between two polls the thread is still in the loop: keep it marked as the call in progress.
@@ -205,6 +206,7 @@ void record_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const v
   if (d->functionReturnValue) e->return_code = *static_cast<const int*>(d->functionReturnValue);
   if (runtime) e->call_site = t_call_site;  // set when a preloaded hook is around this call
   e->symbol_name = d->symbolName;
+  recorder->attach_python_stack(e);
   recorder->publish();
 }
 

@@ -103,6 +103,7 @@ void FrameEncoder::batch(const BatchContent& b, std::string& out) {
         m.i64<api_call::kReturnCodeField>(e.return_code);
         m.u64<api_call::kApiNameIdField>(e.api_name_id);
         m.u64<api_call::kCallSiteIdField>(e.call_site_id);
+        m.u64<api_call::kPythonStackIdField>(e.python_stack_id);
       });
       t = e.start_ns, c = e.correlation_id, thread = e.thread_id;
     }

@@ -90,6 +90,7 @@ struct ApiCallFields {
   int32_t return_code = 0;
   uint32_t api_name_id = 0;   // interned STRING_KIND_API_NAME, 0 = none
   uint32_t call_site_id = 0;  // interned STRING_KIND_CALL_SITE, 0 = not recorded
+  uint32_t python_stack_id = 0;  // interned STRING_KIND_PYTHON_STACK, 0 = none
 };
 
 // DeviceActivity, decoded from CUPTI's records on its buffer thread.

@@ -34,6 +34,8 @@ class TickConverter {
  public:
   void calibrate();  // takes a new latest pair
   uint64_t to_ns(uint64_t ticks) const;
+  // How many ticks make `ns` nanoseconds, by the current slope.
+  uint64_t ticks_in(uint64_t ns) const { return g_host_clock_is_tsc ? uint64_t(double(ns) / ns_per_tick_) : ns; }
 
  private:
   bool started_ = false;

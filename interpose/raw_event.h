@@ -36,6 +36,9 @@ struct ApiCallRecord {
   uint64_t correlation; // CUPTI correlation id; 0 without CUPTI
   uint64_t bytes;
   int32_t return_code;
+  // The thread's Python stack at the call (Recorder::post_python_stack's number), 0 = none. In
+  // what was padding: the slot stays 80 bytes.
+  uint32_t python_stack;
   const char* api_name;   // a string with static storage (CUPTI's functionName, a hook's literal)
   const void* call_site;  // the return address in the caller of the hooked runtime function
   // Launches: the kernel's name as CUPTI's callback gives it (symbolName), else nullptr. Read by

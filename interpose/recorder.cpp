@@ -16,12 +16,14 @@
 
 #include "call_site.h"
 #include "process_info.h"
+#include "python_stack.h"
 
 namespace gapwatch {
 
 std::atomic<Recorder*> Recorder::active_{nullptr};
 thread_local EventRing* Recorder::t_ring_ = nullptr;
 thread_local bool Recorder::t_internal_ = false;
+thread_local uint64_t Recorder::t_last_exit_ticks_ = 0;
 
 namespace {
 
@@ -40,6 +42,7 @@ constexpr uint32_t kDropSourceThreadRing = wire::DropSource::kThreadRing;
 constexpr uint32_t kDropSourceCupti = wire::DropSource::kCupti;
 constexpr uint32_t kDropSourceTransport = wire::DropSource::kTransport;
 constexpr uint32_t kDropSourceCuptiIncomplete = wire::DropSource::kCuptiIncomplete;
+constexpr uint32_t kDropSourcePythonStack = wire::DropSource::kPythonStack;
 // CUPTI is asked for finished records every 100 ms, by the clock rather than by flush rounds (a
 // launch storm brings rounds forward to every millisecond): a record reaches the output at most
 // about that long after its work ended (docs/performance.md measures it), at ten
@@ -88,7 +91,80 @@ size_t round_down_pow2(size_t n) {
 Recorder::Recorder(const Settings& settings)
     : settings_(settings),
       pid_(uint32_t(getpid())),
-      ring_capacity_(round_down_pow2(std::max<size_t>(settings.ring_bytes / sizeof(RawEvent), 64))) {}
+      ring_capacity_(round_down_pow2(std::max<size_t>(settings.ring_bytes / sizeof(RawEvent), 64))) {
+  stack_mail_.reserve(kStackMailBytes);
+  stack_mail_taken_.reserve(kStackMailBytes);
+}
+
+namespace {
+
+// DropCounter ids of DROP_SOURCE_PYTHON_STACK (events.proto) by miss; 0: not a miss.
+uint32_t stack_miss_id(PythonStackMiss miss) {
+  switch (miss) {
+    case PythonStackMiss::kUnknownVersion: return 1;
+    case PythonStackMiss::kSubinterpreter: return 2;
+    case PythonStackMiss::kNoFrame: return 3;
+    case PythonStackMiss::kInvalid: return 4;
+    default: return 0;  // no interpreter, or a thread that runs no Python: nothing was missed
+  }
+}
+constexpr uint32_t kStackMailFull = 5;
+
+}  // namespace
+
+uint32_t Recorder::post_python_stack() {
+  char text[kMaxPythonStackText];
+  PythonStackMiss miss;
+  const size_t length = capture_python_stack(text, sizeof text, &miss);
+  if (length == 0) {
+    if (uint32_t id = stack_miss_id(miss)) stack_misses_[id].fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(stacks_mu_);
+  const uint32_t header[2] = {next_stack_number_ + 1 ? next_stack_number_ + 1 : 1, uint32_t(length)};
+  if (stack_mail_.size() + sizeof header + length > stack_mail_.capacity()) {
+    stack_misses_[kStackMailFull].fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  next_stack_number_ = header[0];
+  const char* h = reinterpret_cast<const char*>(header);
+  stack_mail_.insert(stack_mail_.end(), h, h + sizeof header);
+  stack_mail_.insert(stack_mail_.end(), text, text + length);
+  return header[0];
+}
+
+void Recorder::take_stack_mail() {
+  stack_mail_taken_.clear();
+  {
+    std::lock_guard<std::mutex> lock(stacks_mu_);
+    stack_mail_.swap(stack_mail_taken_);  // both keep their reserved capacity
+  }
+  const char* p = stack_mail_taken_.data();
+  const char* const end = p + stack_mail_taken_.size();
+  while (end - p >= 8) {
+    uint32_t header[2];
+    memcpy(header, p, sizeof header);
+    p += sizeof header;
+    if (uint64_t(end - p) < header[1]) break;  // cannot happen: entries are written whole
+    stack_ids_[header[0]] = strings_.intern(wire::StringKind::kPythonStack, std::string_view(p, header[1]));
+    p += header[1];
+  }
+}
+
+uint32_t Recorder::python_stack_id(uint32_t number) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    for (auto* ids : {&stack_ids_, &stack_ids_older_}) {
+      auto it = ids->find(number);
+      if (it == ids->end()) continue;
+      const uint32_t id = it->second;
+      ids->erase(it);
+      return id;
+    }
+    // Posted before its record was published, so in the mail now if not before.
+    take_stack_mail();
+  }
+  return 0;
+}
 
 Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes, uint32_t cupti_version,
                           const std::string& cupti_note) {
@@ -271,6 +347,7 @@ ApiCallFields Recorder::translate(const ApiCallRecord& r, uint32_t tid) {
     if (fresh) where->second = strings_.intern(wire::StringKind::kCallSite, describe_call_site(r.call_site));
     f.call_site_id = where->second;
   }
+  if (r.python_stack) f.python_stack_id = python_stack_id(r.python_stack);
   return f;
 }
 
@@ -307,6 +384,9 @@ NcclCallFields Recorder::translate(const NcclCallRecord& r, uint32_t tid, std::v
 void Recorder::flush_once(bool final) {
   BatchContent& b = batch_;
   ticks_.calibrate();
+  // From the second calibration on the clock line has a slope worth converting with.
+  if (sequence_ > 0 && settings_.python_gap_ms > 0)
+    long_host_gap_ticks_.store(ticks_.ticks_in(uint64_t(settings_.python_gap_ms) * 1000000), std::memory_order_relaxed);
   b.strings.clear();
   b.api_calls.clear();
   b.nccl_calls.clear();
@@ -378,6 +458,14 @@ void Recorder::flush_once(bool final) {
     cupti_incomplete_sent_ = incomplete;
   }
   if (uint64_t lost = no_ring_drops_.load(std::memory_order_relaxed)) b.drops.push_back({kDropSourceThreadRing, 0, lost});
+  for (uint32_t id = 1; id < kStackMissKinds; ++id)
+    if (uint64_t missed = stack_misses_[id].load(std::memory_order_relaxed); missed != stack_misses_sent_[id]) {
+      b.drops.push_back({kDropSourcePythonStack, id, missed});
+      stack_misses_sent_[id] = missed;
+    }
+  // Numbers whose records never came (a full ring dropped them) age out after two flushes.
+  stack_ids_older_.clear();
+  stack_ids_.swap(stack_ids_older_);
   if (undelivered_) b.drops.push_back({kDropSourceTransport, 0, undelivered_});
   size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size();
   if (!final) maybe_heartbeat();
@@ -573,6 +661,8 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   g.cupti_records_dropped = cupti_dropped_.load();
   if (g.cupti_records_dropped) g.drops.push_back({kDropSourceCupti, 0, g.cupti_records_dropped});
   if (uint64_t incomplete = cupti_incomplete_.load()) g.drops.push_back({kDropSourceCuptiIncomplete, 0, incomplete});
+  for (uint32_t id = 1; id < kStackMissKinds; ++id)
+    if (uint64_t missed = stack_misses_[id].load()) g.drops.push_back({kDropSourcePythonStack, id, missed});
   frame_.clear();
   encoder_.goodbye(g, frame_);
   bool written = sink_.write(frame_);

@@ -63,6 +63,29 @@ class Recorder {
     if (EventRing* ring = t_ring_) ring->exit_call();
   }
 
+  // A user thread, inside a call that waits for the device or copies (never on the launch path):
+  // the thread's Python stack (python_stack.h), handed over to the flusher. Returns the number to
+  // put in ApiCallRecord::python_stack, 0 when there is none; a miss is counted for the drops.
+  // Takes stacks_mu_, never with another lock, for one bounded copy; allocates nothing.
+  uint32_t post_python_stack();
+  // Hot path, for every call record before publish(): which calls carry the thread's Python stack.
+  // Those that wait for the device (by their documented semantics), async copies (a pageable
+  // one waits, which only its activity record tells), and a launch that ends a stretch of host
+  // time of at least GAPWATCH_PY_GAP_MS since the thread's previous recorded call (where the
+  // host was when it came back to the device). A launch pays two thread-local accesses and a
+  // compare; the walk itself only happens on those calls.
+  void attach_python_stack(ApiCallRecord* e) {
+    const uint64_t previous_exit = t_last_exit_ticks_;
+    t_last_exit_ticks_ = e->end_ticks;
+    if (e->kind == wire::ApiKind::kLaunch || e->kind == wire::ApiKind::kGraphLaunch) {
+      const uint64_t gap = long_host_gap_ticks_.load(std::memory_order_relaxed);
+      if (__builtin_expect(!gap || !previous_exit || e->start_ticks - previous_exit < gap, 1)) return;
+    } else if (!(e->flags & kFlagBlocked) && e->kind != wire::ApiKind::kMemcpyAsync) {
+      return;
+    }
+    e->python_stack = post_python_stack();
+  }
+
   // CUPTI's buffer thread: decoded device activities.
   void add_activities(const DeviceActivityFields* events, size_t count);
   uint32_t intern(uint32_t kind, std::string_view text) { return strings_.intern(kind, text); }
@@ -147,6 +170,10 @@ class Recorder {
   static std::atomic<Recorder*> active_;
   static thread_local EventRing* t_ring_ __attribute__((tls_model("initial-exec")));
   static thread_local bool t_internal_ __attribute__((tls_model("initial-exec")));
+  static thread_local uint64_t t_last_exit_ticks_ __attribute__((tls_model("initial-exec")));
+  // GAPWATCH_PY_GAP_MS in host ticks, set by the flusher once its clock line has a slope; 0: not
+  // yet, or off.
+  std::atomic<uint64_t> long_host_gap_ticks_{0};
 
   // Rings are reused after their thread exits, so this bounds the threads alive at once.
   static constexpr size_t kMaxRings = 16384;
@@ -228,6 +255,24 @@ class Recorder {
   uint64_t last_heartbeat_ns_ = 0;
   uint64_t last_heartbeat_calls_ = 0;  // a digest of the calls the last heartbeat showed
   std::unordered_map<const void*, uint32_t> call_sites_;  // return address -> interned text
+
+  // Python stacks on their way from user threads to the flusher: entries {u32 number, u32
+  // length, text}, appended under stacks_mu_ into memory reserved at start (a full mailbox is a
+  // miss, never an allocation), taken whole by the flusher.
+  static constexpr size_t kStackMailBytes = 1 << 20;
+  std::mutex stacks_mu_;
+  std::vector<char> stack_mail_;
+  uint32_t next_stack_number_ = 0;  // under stacks_mu_
+  // Flusher only: the mail taken, and each number's interned stack for the records still to
+  // come (two generations: a record published just after its flush's drain comes in the next).
+  std::vector<char> stack_mail_taken_;
+  std::unordered_map<uint32_t, uint32_t> stack_ids_, stack_ids_older_;
+  uint32_t python_stack_id(uint32_t number);
+  void take_stack_mail();
+  // Misses by DropCounter id of DROP_SOURCE_PYTHON_STACK (events.proto), and what was sent.
+  static constexpr size_t kStackMissKinds = 6;
+  std::atomic<uint64_t> stack_misses_[kStackMissKinds] = {};
+  uint64_t stack_misses_sent_[kStackMissKinds] = {};
 };
 
 }  // namespace gapwatch

@@ -31,6 +31,11 @@ Settings read_settings() {
     long kb = strtol(v, nullptr, 10);
     if (kb >= 4 && kb <= 1024 * 1024) s.ring_bytes = size_t(kb) * 1024;
   }
+  if (const char* v = env("GAPWATCH_PY_GAP_MS")) {
+    char* end = nullptr;
+    long ms = strtol(v, &end, 10);
+    if (end != v && *end == 0 && ms >= 0 && ms <= 3600 * 1000) s.python_gap_ms = unsigned(ms);
+  }
   if (const char* v = env("GAPWATCH_CUPTI_PATH")) s.cupti_path = v;
   if (const char* v = env("GAPWATCH_PROBES")) s.symbols_only = strcmp(v, "symbols") == 0;
   if (const char* v = env("GAPWATCH_LOG")) {

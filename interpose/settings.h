@@ -11,6 +11,8 @@
 //   GAPWATCH_CUPTI_PATH=LIB  which libcupti to load
 //   GAPWATCH_PROBES=symbols  do not use CUPTI; symbol hooks only (for comparison and tests)
 //   GAPWATCH_LOG=off|warn|info   what the library says on stderr (default warn: one line at exit)
+//   GAPWATCH_PY_GAP_MS=N     a launch after N ms or more of host time outside CUDA calls on its
+//                            thread carries the thread's Python stack (default 10; 0: never)
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,7 @@ struct Settings {
   std::string cupti_path;
   bool symbols_only = false;
   LogLevel log = LogLevel::kWarn;
+  unsigned python_gap_ms = 10;
 };
 
 Settings read_settings();

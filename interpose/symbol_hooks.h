@@ -77,6 +77,7 @@ class RuntimeHookScope {
     e->api_name = name;
     e->return_code = result;
     e->call_site = caller_;
+    recorder->attach_python_stack(e);
     recorder->publish();
   }
 

@@ -62,6 +62,7 @@ v1::EventBatch encodeEventBatch(const DecodedBatch& in) {
     c->set_api_name_id(e.api_name_id);
     c->set_device(e.device);
     c->set_call_site_id(e.call_site_id);
+    if (e.python_stack_id) c->set_python_stack_id(e.python_stack_id);
     c->set_cbid(e.cbid);
     c->set_domain(e.domain);
   }

@@ -216,7 +216,7 @@ static_assert(allSingularVarints(wire::ApiCall::kFields) && allSingularVarints(w
                   allSingularVarints(wire::NcclCall::kFields) && allSingularVarints(wire::Marker::kFields) &&
                   allSingularVarints(wire::DropCounter::kFields),
               "the fast path reads event messages as varint fields only");
-static_assert(wire::ApiCall::kFieldCount == 17 && wire::DeviceActivity::kFieldCount == 13 &&
+static_assert(wire::ApiCall::kFieldCount == 18 && wire::DeviceActivity::kFieldCount == 13 &&
                   wire::NcclCall::kFieldCount == 14 && wire::Marker::kFieldCount == 5 &&
                   wire::DropCounter::kFieldCount == 3 && wire::StringDef::kFieldCount == 3 &&
                   wire::EventBatch::kFieldCount == 10,
@@ -335,6 +335,7 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
             case f::kApiNameId: e.api_name_id = asUint32<f::kApiNameIdField>(v); return true;
             case f::kDevice: e.device = asUint32<f::kDeviceField>(v); return true;
             case f::kCallSiteId: e.call_site_id = asUint32<f::kCallSiteIdField>(v); return true;
+            case f::kPythonStackId: e.python_stack_id = asUint32<f::kPythonStackIdField>(v); return true;
             case f::kCbid: e.cbid = asUint32<f::kCbidField>(v); return true;
             case f::kDomain: e.domain = asEnum<v1::ApiDomain, f::kDomainField>(v); return true;
             default: return false;
@@ -555,6 +556,7 @@ void StreamDecoder::decodeBatch(const v1::EventBatch& in, uint64_t offset) {
     e.api_name_id = c.api_name_id();
     e.device = c.device();
     e.call_site_id = c.call_site_id();
+    e.python_stack_id = c.python_stack_id();
     e.cbid = c.cbid();
     e.domain = c.domain();
   }

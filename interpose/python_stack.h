@@ -1,0 +1,56 @@
+// python_stack.h: the Python stack of the calling thread, read from inside a hooked CUDA call.
+//
+// "Which line of my code syncs?" needs the Python frames of the thread that made the call. They
+// are read here without calling the interpreter: no GIL (the thread does not hold it: ctypes and
+// PyTorch release it around blocking calls), no API that could allocate, lock or run Python. The
+// walk reads CPython's private structs at the offsets of python_layout.h:
+//   the interpreter: _PyRuntime, found by symbol (in the executable, as Debian's python3 links it,
+//     or in a libpython3.X.so loaded at any time, globally or not); its version from Py_Version
+//     (3.11+) or the name of the object that defines _PyRuntime (3.10);
+//   the thread: its own PyThreadState, from the pthread key CPython keeps for PyGILState (set for
+//     every thread that ever ran Python, whether it holds the GIL now or not; read with
+//     pthread_getspecific, so no other thread's state is ever touched);
+//   the frames: from the thread state's current frame through `previous`, each frame's code
+//     object, file, qualified name and line (python_line_table.h).
+// Why it is safe: the frames of the calling thread cannot change while that thread is inside the
+// hooked call (only the thread itself pushes and pops them), and every object read is checked
+// (pointer plausibility, the object's type against the interpreter's own PyCode_Type,
+// PyUnicode_Type and PyBytes_Type, bounded sizes and depth) before its fields are used. Any
+// doubt records no stack and says why (PythonStackMiss); nothing here can block or allocate.
+//
+// Threads: capture() may be called from any user thread, concurrently. The interpreter is looked
+// up on first use and again at most once a second while none is found (an embedded interpreter
+// may be loaded late), under a mutex that only that lookup takes.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace gapwatch {
+
+// Why a call got no Python stack. kNoInterpreter and kNotPythonThread are not misses: the
+// process or the thread runs no Python (a C++ program, a CUDA worker thread of a library).
+enum class PythonStackMiss : uint8_t {
+  kNone = 0,
+  kNoInterpreter,     // no CPython in the process (yet)
+  kNotPythonThread,   // this thread has no Python thread state
+  kUnknownVersion,    // a CPython whose layout gapwatch does not have (3.14+, <3.10)
+  kSubinterpreter,    // the thread runs a subinterpreter: its layout is not checked
+  kNoFrame,           // a Python thread with no Python frame (between calls, or exiting)
+  kInvalid,           // a value failed a sanity check (a frame being torn down, a foreign build)
+  kCount
+};
+
+// The text of one stack: a line per frame, innermost first, each "function\tfile\tline" (line 0
+// when not known); a last line "...\t\t0" when the stack was deeper than kMaxPythonFrames.
+inline constexpr size_t kMaxPythonFrames = 48;
+inline constexpr size_t kMaxPythonStackText = 8192;
+
+// Writes the calling thread's Python stack into `text` (capacity `capacity`, kMaxPythonStackText
+// is always enough) and returns its length; 0 when there is none, with `*miss` saying why.
+size_t capture_python_stack(char* text, size_t capacity, PythonStackMiss* miss);
+
+// The interpreter's minor version once found (3.<minor>), else 0. For the start-up note.
+int python_minor_found();
+
+}  // namespace gapwatch
