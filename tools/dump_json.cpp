@@ -2,11 +2,22 @@
 #include "tools/dump_json.h"
 
 #include "reader/enum_labels.h"
+#include "reader/python_stack_text.h"
 
 namespace gapwatch::cli {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+// The frames of a recorded Python stack, innermost first; null when the call has none.
+json pythonStackJson(const StringTable& strings, uint32_t id) {
+  const std::string* text = id ? strings.find(v1::STRING_KIND_PYTHON_STACK, id) : nullptr;
+  if (!text) return nullptr;
+  json frames = json::array();
+  for (const PythonFrame& f : parsePythonStack(*text))
+    frames.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}});
+  return frames;
+}
 
 json dropJson(v1::DropSource source, uint64_t id, uint64_t dropped) {
   return {{"source", enumLabel(source)}, {"id", id}, {"dropped", dropped}};
@@ -88,6 +99,8 @@ void JsonDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
            {"return_code", e.return_code},
            {"call_site", strings.display(v1::STRING_KIND_CALL_SITE, e.call_site_id)},
            {"call_site_id", e.call_site_id},
+           {"python_stack", pythonStackJson(strings, e.python_stack_id)},
+           {"python_stack_id", e.python_stack_id},
            {"cbid", e.cbid},
            {"domain", enumLabel(e.domain)}});
   }

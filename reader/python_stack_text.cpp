@@ -1,0 +1,67 @@
+// reader/python_stack_text.cpp: see python_stack_text.h.
+#include "reader/python_stack_text.h"
+
+#include <charconv>
+
+namespace gapwatch {
+
+std::vector<PythonFrame> parsePythonStack(std::string_view text) {
+  std::vector<PythonFrame> frames;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    const std::size_t tab1 = line.find('\t');
+    const std::size_t tab2 = tab1 == std::string_view::npos ? tab1 : line.find('\t', tab1 + 1);
+    if (tab2 == std::string_view::npos || tab1 == 0 || tab2 == tab1 + 1) continue;
+    PythonFrame frame;
+    frame.function = std::string(line.substr(0, tab1));
+    frame.file = std::string(line.substr(tab1 + 1, tab2 - tab1 - 1));
+    const std::string_view number = line.substr(tab2 + 1);
+    uint32_t value = 0;
+    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec == std::errc() && ptr == number.data() + number.size()) frame.line = value;
+    frames.push_back(std::move(frame));
+  }
+  return frames;
+}
+
+bool isLibraryFrame(const PythonFrame& frame) {
+  const std::string& f = frame.file;
+  if (f.find("site-packages/") != std::string::npos || f.find("dist-packages/") != std::string::npos) return true;
+  if (f.rfind("<frozen ", 0) == 0) return true;
+  // The standard library: .../lib/python3.X/module.py (and its packages), outside site-packages.
+  const std::size_t lib = f.find("/lib/python3.");
+  if (lib == std::string::npos) return false;
+  const std::size_t slash = f.find('/', lib + 13);
+  return slash != std::string::npos;
+}
+
+std::size_t namedFrameIndex(const std::vector<PythonFrame>& frames) {
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (!isLibraryFrame(frames[i])) return i;
+  return 0;
+}
+
+std::string frameText(const PythonFrame& frame) {
+  std::string_view file = frame.file;
+  const std::size_t last = file.rfind('/');
+  if (last != std::string_view::npos && last > 0) {
+    const std::size_t before = file.rfind('/', last - 1);
+    if (before != std::string_view::npos) file = file.substr(before + 1);
+  }
+  std::string text(file);
+  if (frame.line) text += ":" + std::to_string(frame.line);
+  return text + " in " + frame.function;
+}
+
+std::string pythonSiteText(std::string_view stack_text) {
+  const std::vector<PythonFrame> frames = parsePythonStack(stack_text);
+  if (frames.empty()) return "";
+  const std::size_t named = namedFrameIndex(frames);
+  std::string text = frameText(frames[named]);
+  if (named > 0) text += " (via " + frameText(frames[0]) + ")";
+  return text;
+}
+
+}  // namespace gapwatch
