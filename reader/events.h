@@ -30,9 +30,10 @@ struct ApiCallEvent {
   uint32_t api_name_id = 0;
   uint32_t device = 0;
   uint32_t call_site_id = 0;
-  uint32_t python_stack_id = 0;  // STRING_KIND_PYTHON_STACK; 0 = none
   uint32_t cbid = 0;
   v1::ApiDomain domain = v1::API_DOMAIN_UNSPECIFIED;
+  // Last, so that the positional initialisers written before it existed still mean what they say.
+  uint32_t python_stack_id = 0;  // STRING_KIND_PYTHON_STACK; 0 = none
 
   bool operator==(const ApiCallEvent&) const = default;
 };

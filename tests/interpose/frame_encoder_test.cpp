@@ -71,6 +71,7 @@ ApiCallFields random_api_call(std::mt19937_64& rng, uint64_t base) {
   e.return_code = random_return_code(rng);
   e.api_name_id = uint32_t(rng() % 50);
   e.call_site_id = rng() % 3 ? 0 : uint32_t(rng() % 50);
+  e.python_stack_id = rng() % 4 ? 0 : uint32_t(1 + rng() % 1000);
   return e;
 }
 
@@ -155,6 +156,7 @@ TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[e
       CHECK(a.return_code() == e.return_code);
       CHECK(a.api_name_id() == e.api_name_id);
       CHECK(a.call_site_id() == e.call_site_id);
+      CHECK(a.python_stack_id() == e.python_stack_id);
       CHECK(a.cbid() == 0);  // left out to keep a launch within 16 bytes
       CHECK(a.domain() == 0);
     }

@@ -80,6 +80,7 @@ std::vector<ApiCallEvent> decodeApiCalls(const v1::EventBatch& batch) {
     c.call_site_id = in.call_site_id();
     c.cbid = in.cbid();
     c.domain = in.domain();
+    c.python_stack_id = in.python_stack_id();
     calls.push_back(c);
   }
   return calls;
@@ -194,6 +195,7 @@ TEST_CASE("A batch with delta-encoded times and correlation ids round-trips fiel
   calls[2] = {v1::API_KIND_STREAM_SYNC, 1240, t0 + 4'000, t0 + 1'004'000, 1'000'007, 14, 0,
               v1::COPY_KIND_UNSPECIFIED, v1::MEMORY_KIND_UNSPECIFIED,
               v1::MEMORY_KIND_UNSPECIFIED, true, 0, 3, 1, 10, 131, v1::API_DOMAIN_RUNTIME};
+  calls[2].python_stack_id = 12;  // the sync was read with its thread's Python stack
   calls[3] = {v1::API_KIND_OTHER, 1240, t0 + 1'100'000, t0 + 1'100'500, 0, 0, 0,
               v1::COPY_KIND_UNSPECIFIED, v1::MEMORY_KIND_UNSPECIFIED,
               v1::MEMORY_KIND_UNSPECIFIED, false, 700, 0, 1, 0, 0, v1::API_DOMAIN_UNSPECIFIED};
