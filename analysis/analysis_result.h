@@ -14,6 +14,7 @@
 
 #include "analysis/gap_histogram.h"
 #include "reader/events.h"
+#include "reader/python_stack_text.h"
 #include "analysis/sync_points.h"
 
 namespace gapwatch::analysis {
@@ -29,6 +30,9 @@ struct AnalysisOptions {
   uint64_t launch_threshold_ns = 30000;       // a shorter gap outside any CUDA call is launch overhead
   uint64_t min_gap_ns = 0;                    // gaps shorter than this are still idle, but not listed
   uint32_t top_n = 5;                         // call sites, kernels, gaps listed
+  // A host_cpu gap this long or longer is a long host gap: the report names where the host came
+  // back (the recorder's GAPWATCH_PY_GAP_MS, 10 ms by default, takes the stacks it needs).
+  uint64_t long_host_gap_ns = 10'000'000;
   uint64_t reorder_window_ns = 2000000000;    // how late an event may arrive and still be placed
   uint64_t hta_consecutive_kernel_delay_ns = 30000;  // HTA's kernel_wait threshold
   uint64_t hta_runtime_cutoff_ns = 50000;             // HTA's short-kernel / runtime-outlier cutoff
@@ -91,6 +95,20 @@ struct GapCall {
   uint32_t thread_id = 0;
   uint64_t enter_ns = 0, exit_ns = 0;
   uint64_t in_gap_ns = 0;   // how much of the gap the thread spent inside it
+  // Where in Python the call was made (the recorder's stack at a launch that ends a long stretch
+  // of host time, or at a call that waits): STRING_KIND_PYTHON_STACK id, and the site a report
+  // names (python_stack_text.h), filled at the end; 0 and "" when not recorded.
+  uint32_t python_stack_id = 0;
+  std::string python_site;
+};
+
+// Where the host came back from a long stretch of host time (a host_cpu gap of at least
+// AnalysisOptions::long_host_gap_ns): the Python site of the launch that ended it.
+struct HostReturnSite {
+  std::string name;  // as CallSite::name
+  uint64_t gaps = 0, host_cpu_ns = 0;
+  uint32_t python_stack_id = 0;
+  std::vector<PythonFrame> python_stack;  // one of its gaps' whole stack, innermost first
 };
 
 struct IdleGap {  // one of the longest gaps, for the report
@@ -124,6 +142,11 @@ struct DeviceAnalysis {
   // Unknown host time in gaps of kLongGapNs or more (the rest is in shorter gaps): the shape the
   // diagnosis reports beside it, as a hint of what it may be, never as its cause.
   uint64_t unknown_host_in_long_gaps_ns = 0;
+  // host_cpu gaps of AnalysisOptions::long_host_gap_ns or more whose ending launch carries a
+  // Python stack, by the site a report names (most host time first, top_n), and how many such
+  // gaps there were in all (with a stack or without).
+  std::vector<HostReturnSite> long_host_gap_sites;
+  uint64_t long_host_gaps = 0;
   uint64_t after_sync_ns = 0;  // idle in gaps that began when a host sync returned
   // Added for the diagnosis (docs/analysis.md, "Diagnosis"). A diagnosis that finds them all 0
   // while after_sync_ns > 0 estimates them instead (an engine that does not fill them yet).
@@ -153,9 +176,15 @@ struct DeviceAnalysis {
 };
 
 struct CallSite {
-  std::string name;  // symbolised caller, or "(not recorded)"
-  uint64_t count = 0, total_ns = 0;
+  // The user's Python line ("train.py:142 in train_step", with the library frame it went through)
+  // when the calls carry Python stacks, else the symbolised native caller, or "(not recorded)".
+  std::string name;
+  uint64_t count = 0, total_ns = 0;  // calls, and their blocked time
+  uint64_t idle_after_ns = 0;        // device idle in the after_sync gaps these calls drained
+  uint32_t python_stack_id = 0;      // one of its calls' whole stack (the costliest), 0 = none
+  std::vector<PythonFrame> python_stack;  // that stack, innermost first
 };
+
 
 // A device-to-host copy this small is a read of a value (a loss, a metric, a flag), not data: 64
 // KiB is a few thousand floats, and a pageable copy of it takes a few microseconds, far less than

@@ -29,6 +29,7 @@ void CorrelationIndex::add(const ApiCallEvent& call) {
   if (call.correlation_id == 0 || !queuesDeviceWork(call.kind)) return;
   QueuingCall entry{call.kind, call.thread_id, call.start_ns, call.end_ns, call.stream};
   entry.api_name_id = call.api_name_id;
+  entry.python_stack_id = call.python_stack_id;
   auto [held, inserted] = calls_.tryEmplace(call.correlation_id, entry);
   if (!inserted) {
     if (entry.exit_ns < held->exit_ns) return;

@@ -27,6 +27,7 @@ struct QueuingCall {
   uint64_t stream = 0;
   bool kernel_seen = false;  // a graph launch: its first kernel has been seen
   uint32_t api_name_id = 0;  // for reports that name the call (the longest gaps)
+  uint32_t python_stack_id = 0;  // where in Python it was made, when recorded (ApiCallEvent's)
 };
 
 class CorrelationIndex {

@@ -67,6 +67,7 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
     blocked.correlation_id = call.correlation_id;
     blocked.kind = *kind;
     blocked.waits_own_work = categorizeCall(call) == CallCategory::kSyncCopy;
+    blocked.site = siteKey(call);
     blocked_calls_.push_back(blocked);
   }
 }
@@ -96,6 +97,7 @@ bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
   loop.enter_ns = call.start_ns;
   loop.exit_ns = call.end_ns;
   loop.kind = SyncPointKind::kQueryPolling;
+  loop.site = siteKey(call);
   loop.open = !done;
   blocked_calls_.push_back(loop);
   if (!done) open_loops_.tryEmplace(call.thread_id, &blocked_calls_.back());  // deque elements do not move
@@ -210,6 +212,17 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.idle_by_cause_ns[c] += gap.by_cause_ns[c];
   for (std::size_t p = 0; p < kHostPartCount; ++p) r.host_cpu_by_part_ns[p] += gap.host_by_part_ns[p];
   if (length >= kLongGapNs) r.unknown_host_in_long_gaps_ns += gap.host_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)];
+  // A long stretch of host time: where the host came back from it, when the launch that ended it
+  // carries the thread's Python stack (the recorder takes one at such a launch).
+  const uint64_t host_cpu_ns = gap.by_cause_ns[causeIndex(IdleCause::kHostCpu)];
+  if (host_cpu_ns >= options_.long_host_gap_ns) {
+    ++r.long_host_gaps;
+    if (next_call && next_call->python_stack_id) {
+      ReturnTotals& t = long_gap_returns_[device.result.device][next_call->python_stack_id];
+      ++t.gaps;
+      t.host_cpu_ns += host_cpu_ns;
+    }
+  }
   if (const BlockedCall* sync = drainingSync(device, g0, g1, next, next_call)) {
     gap.after_sync = true;
     r.after_sync_ns += length;
@@ -222,6 +235,7 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
     // stream sync that follows it and returns first.
     r.after_sync_hideable_ns += std::min(length, longestDrainedWait(next_call, g0, g1, sync->exit_ns - sync->enter_ns));
     idle_after_sync_[static_cast<std::size_t>(sync->kind)] += length;
+    idle_after_sync_by_site_[static_cast<std::size_t>(sync->kind)][sync->site] += length;
   }
   if (length >= kLongGapNs) {
     r.launch_overhead_long_gaps_ns += gap.by_cause_ns[causeIndex(IdleCause::kLaunchOverhead)];
@@ -262,6 +276,7 @@ void DeviceIdleStage::noteNeighbours(const DeviceState& device, IdleGap& gap, co
   gap.queued_by.thread_id = next_call->thread_id;
   gap.queued_by.enter_ns = next_call->enter_ns;
   gap.queued_by.exit_ns = next_call->exit_ns;
+  gap.queued_by.python_stack_id = next_call->python_stack_id;
   const uint64_t a = std::max(next_call->enter_ns, gap.start_ns);
   const uint64_t b = std::min(next_call->exit_ns, gap.end_ns);
   gap.queued_by.in_gap_ns = b > a ? b - a : 0;
@@ -319,7 +334,28 @@ void DeviceIdleStage::nameNeighbours(IdleGap& gap) const {
   gap.after.name = gapActivityName(gap.after, strings_);
   for (GapCall* c : {&gap.call, &gap.queued_by}) {
     if (c->known && c->api_name_id != 0 && strings_) c->api_name = strings_->display(v1::STRING_KIND_API_NAME, c->api_name_id);
+    if (c->python_stack_id) c->python_site = siteName((uint64_t(1) << 32) | c->python_stack_id, strings_);
   }
+}
+
+std::vector<HostReturnSite> DeviceIdleStage::longHostGapSites(uint32_t device) const {
+  std::vector<HostReturnSite> sites;
+  auto it = long_gap_returns_.find(device);
+  if (it == long_gap_returns_.end()) return sites;
+  // Stacks that differ only below the named frame are one site.
+  for (const auto& [stack, totals] : it->second) {
+    const std::string name = siteName((uint64_t(1) << 32) | stack, strings_);
+    auto same = std::find_if(sites.begin(), sites.end(), [&](const HostReturnSite& s) { return s.name == name; });
+    if (same == sites.end()) same = sites.insert(sites.end(), HostReturnSite{name, 0, 0, stack, {}});
+    same->gaps += totals.gaps;
+    same->host_cpu_ns += totals.host_cpu_ns;
+  }
+  std::sort(sites.begin(), sites.end(), [](const HostReturnSite& a, const HostReturnSite& b) {
+    return a.host_cpu_ns != b.host_cpu_ns ? a.host_cpu_ns > b.host_cpu_ns : a.name < b.name;
+  });
+  if (sites.size() > options_.top_n) sites.resize(options_.top_n);
+  for (HostReturnSite& site : sites) site.python_stack = stackFrames(site.python_stack_id, strings_);
+  return sites;
 }
 
 uint64_t DeviceIdleStage::longestDrainedWait(const QueuingCall* next_call, uint64_t g0, uint64_t g1,
@@ -662,6 +698,7 @@ void DeviceIdleStage::write(ProcessAnalysis& result) const {
     }
     std::sort(r.longest_gaps.begin(), r.longest_gaps.end(), keepsBetter);
     for (IdleGap& gap : r.longest_gaps) nameNeighbours(gap);
+    r.long_host_gap_sites = longHostGapSites(id);
     result.devices.push_back(std::move(r));
   }
 }

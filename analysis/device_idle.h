@@ -91,6 +91,10 @@ class DeviceIdleStage final : public AnalysisStage {
   // Idle time of after_sync gaps by the type of the blocked call that drained the queue (the one
   // that returned first, when several did): SyncTypeStats::idle_after_ns.
   const std::array<uint64_t, kSyncPointKindCount>& idleAfterSync() const { return idle_after_sync_; }
+  // The same by the draining call's site (siteKey()), per type.
+  const std::array<std::unordered_map<uint64_t, uint64_t>, kSyncPointKindCount>& idleAfterSyncBySite() const {
+    return idle_after_sync_by_site_;
+  }
 
   // Calls held for attribution right now (tests check that this stays bounded).
   std::size_t heldCalls() const;
@@ -128,6 +132,7 @@ class DeviceIdleStage final : public AnalysisStage {
     bool stream_known = false;    // a stream sync whose SYNC record named the stream
     uint64_t stream = 0;
     bool open = false;            // a polling loop that may go on (its exit grows with each poll)
+    uint64_t site = 0;            // siteKey() of the call
   };
   // An activity that ended exactly at a device's busy frontier: what a sync may have waited for.
   struct Finisher {
@@ -229,6 +234,13 @@ class DeviceIdleStage final : public AnalysisStage {
   std::vector<HostEdge> host_edges_;          // splitHost's scratch
   std::vector<const HostSpan*> host_spans_;   // splitHost's scratch: the ranges overlapping [a, b)
   std::array<uint64_t, kSyncPointKindCount> idle_after_sync_{};
+  std::array<std::unordered_map<uint64_t, uint64_t>, kSyncPointKindCount> idle_after_sync_by_site_;
+  std::vector<HostReturnSite> longHostGapSites(uint32_t device) const;
+  // Long host gaps by the Python stack of the launch that ended them (per device).
+  struct ReturnTotals {
+    uint64_t gaps = 0, host_cpu_ns = 0;
+  };
+  std::unordered_map<uint32_t, std::unordered_map<uint32_t, ReturnTotals>> long_gap_returns_;  // device -> stack id
   uint64_t now_ns_ = 0;  // the latest time released to this stage
   uint64_t events_since_prune_ = 0;
 };

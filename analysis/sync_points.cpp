@@ -1,6 +1,8 @@
 // analysis/sync_points.cpp: see sync_points.h.
 #include "analysis/sync_points.h"
 
+#include "reader/python_stack_text.h"
+
 namespace gapwatch {
 
 std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call) {
@@ -66,6 +68,21 @@ std::string_view syncPointName(SyncPointKind kind) {
       return "query polling";
   }
   return "?";
+}
+
+std::vector<PythonFrame> stackFrames(uint32_t python_stack_id, const StringTable* strings) {
+  const std::string* text = python_stack_id && strings ? strings->find(v1::STRING_KIND_PYTHON_STACK, python_stack_id) : nullptr;
+  return text ? parsePythonStack(*text) : std::vector<PythonFrame>{};
+}
+
+std::string siteName(uint64_t key, const StringTable* strings) {
+  if (key == 0) return "(not recorded)";
+  if (const uint32_t stack = pythonStackOfSite(key)) {
+    const std::string* text = strings ? strings->find(v1::STRING_KIND_PYTHON_STACK, stack) : nullptr;
+    std::string site = text ? pythonSiteText(*text) : "";
+    return site.empty() ? "(Python stack #" + std::to_string(stack) + ")" : site;
+  }
+  return strings ? strings->display(v1::STRING_KIND_CALL_SITE, uint32_t(key)) : "#" + std::to_string(key);
 }
 
 }  // namespace gapwatch

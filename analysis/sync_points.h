@@ -8,11 +8,15 @@
 #pragma once
 
 #include "reader/events.h"
+#include "reader/python_stack_text.h"
+#include "reader/string_table.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace gapwatch {
 
@@ -36,6 +40,20 @@ std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call);
 // A non-blocking query (cudaEventQuery, cudaStreamQuery): one poll of a polling loop. A thread's
 // consecutive polls, with no other recorded call of that thread between them, are one loop that
 // ends with the poll that saw the work done (the program stops polling then).
+// Where a call was made, as one key: its Python stack when the recorder took one, else its native
+// call site (0: neither recorded).
+inline uint64_t siteKey(const ApiCallEvent& call) {
+  return call.python_stack_id ? (uint64_t(1) << 32) | call.python_stack_id : call.call_site_id;
+}
+inline uint32_t pythonStackOfSite(uint64_t key) { return key >> 32 ? uint32_t(key) : 0; }
+
+// The name a report gives a site key: pythonSiteText() of its stack, the native call site's text,
+// or "(not recorded)".
+std::string siteName(uint64_t key, const StringTable* strings);
+
+// The frames of a stack id, innermost first (none when not defined).
+std::vector<PythonFrame> stackFrames(uint32_t python_stack_id, const StringTable* strings);
+
 inline bool isPoll(const ApiCallEvent& call) { return call.kind == v1::API_KIND_QUERY; }
 // Whether a poll record ends its loop: it returned anything but "not ready" (600, cudaErrorNotReady
 // and CUDA_ERROR_NOT_READY), so it saw the work done (the recorder writes a run of polls when that

@@ -152,7 +152,7 @@ void SyncStatsStage::count(const PendingCall& pending) {
   type.total_ns += blocked_ns;
   if (call.copy_kind == v1::COPY_KIND_D2H && call.bytes <= kSmallReadBytes) ++type.small_reads;
   type.durations.add(blocked_ns);
-  SiteTotals& site = type.sites[call.call_site_id];
+  SiteTotals& site = type.sites[siteKey(call)];
   ++site.count;
   site.total_ns += blocked_ns;
 }
@@ -172,22 +172,31 @@ void SyncStatsStage::write(ProcessAnalysis& result) const {
     stats.p99_ns = type.durations.percentile(99);
     if (device_idle_) stats.idle_after_ns = device_idle_->idleAfterSync()[k];
     std::vector<CallSite> sites;
-    for (const auto& [id, totals] : type.sites) {
-      CallSite site;
-      if (id == 0) {
-        site.name = kCallSiteNotRecorded;
-      } else {
-        site.name = strings_ ? strings_->display(v1::STRING_KIND_CALL_SITE, id) : "#" + std::to_string(id);
+    const std::unordered_map<uint64_t, uint64_t>* idle_by_site = device_idle_ ? &device_idle_->idleAfterSyncBySite()[k] : nullptr;
+    std::unordered_map<std::string, std::size_t> by_name;
+    std::vector<uint64_t> shown_stack_ns;  // per site: the blocked time of the stack it shows
+    for (const auto& [key, totals] : type.sites) {
+      const std::string name = key == 0 ? std::string(kCallSiteNotRecorded) : siteName(key, strings_);
+      auto [at, fresh] = by_name.try_emplace(name, sites.size());
+      if (fresh) sites.push_back(CallSite{name, 0, 0, 0, 0, {}}), shown_stack_ns.push_back(0);
+      CallSite& site = sites[at->second];
+      // The whole stack shown for the site is that of its costliest stack.
+      if (pythonStackOfSite(key) && (site.python_stack_id == 0 || totals.total_ns > shown_stack_ns[at->second])) {
+        site.python_stack_id = pythonStackOfSite(key);
+        shown_stack_ns[at->second] = totals.total_ns;
       }
-      site.count = totals.count;
-      site.total_ns = totals.total_ns;
-      sites.push_back(std::move(site));
+      site.count += totals.count;
+      site.total_ns += totals.total_ns;
+      if (idle_by_site)
+        if (auto idle = idle_by_site->find(key); idle != idle_by_site->end()) site.idle_after_ns += idle->second;
     }
-    // The sites that cost the most blocked time first.
+    // The sites that cost the most first: blocked time and the idle after it.
     std::sort(sites.begin(), sites.end(), [](const CallSite& a, const CallSite& b) {
-      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+      const uint64_t ca = a.total_ns + a.idle_after_ns, cb = b.total_ns + b.idle_after_ns;
+      return ca != cb ? ca > cb : a.name < b.name;
     });
     if (sites.size() > options_.top_n) sites.resize(options_.top_n);
+    for (CallSite& site : sites) site.python_stack = stackFrames(site.python_stack_id, strings_);
     stats.top_call_sites = std::move(sites);
     result.sync_points.push_back(std::move(stats));
   }

@@ -15,8 +15,9 @@
 // sites. A polling loop (consecutive cudaEventQuery / cudaStreamQuery calls of one thread, no other
 // call between) is one sync point of type query polling, from its first poll's entry to its last
 // poll's exit, with its number of polls; its blocked time follows the same rule (the work queued
-// before its first poll). The recorder does not record call sites yet (call_site_id 0): those calls are listed as
-// "(not recorded)", and the per-site table is ready for when it does.
+// before its first poll). Per site (the user's Python line when the call carries a Python stack,
+// else its native call site, else "(not recorded)"; sites with the same name are one): calls,
+// blocked time and the idle of the gaps they drained, costliest first.
 #pragma once
 
 #include "analysis/analysis_stage.h"
@@ -66,7 +67,7 @@ class SyncStatsStage final : public AnalysisStage {
     uint64_t small_reads = 0;
     uint64_t polls = 0, polling_ns = 0;
     DurationPercentiles durations;
-    std::unordered_map<uint32_t, SiteTotals> sites;  // call_site_id -> totals
+    std::unordered_map<uint64_t, SiteTotals> sites;  // siteKey() -> totals
   };
 
   // A blocked call waiting for the activities that tell how long it waited.

@@ -113,6 +113,14 @@ json gapActivityJson(const analysis::GapActivity& a) {
           {"bytes", a.bytes}};
 }
 
+// A Python stack's frames, innermost first; null when there is none.
+json pythonStackJson(const std::vector<PythonFrame>& frames) {
+  if (frames.empty()) return nullptr;
+  json out = json::array();
+  for (const PythonFrame& f : frames) out.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}});
+  return out;
+}
+
 json gapCallJson(const analysis::GapCall& c) {
   if (!c.known) return nullptr;
   return {{"api_name", c.api_name},
@@ -120,7 +128,8 @@ json gapCallJson(const analysis::GapCall& c) {
           {"enter_ns", c.enter_ns},
           {"exit_ns", c.exit_ns},
           {"ns", c.exit_ns - std::min(c.enter_ns, c.exit_ns)},
-          {"in_gap_ns", c.in_gap_ns}};
+          {"in_gap_ns", c.in_gap_ns},
+          {"python_site", c.python_site.empty() ? json(nullptr) : json(c.python_site)}};
 }
 
 json kernelStatsJson(const std::vector<analysis::KernelStats>& rows) {
@@ -164,6 +173,13 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
                     {"call", gapCallJson(g.call)},
                     {"queued_by", gapCallJson(g.queued_by)}});
   }
+  json host_sites = json::array();
+  for (const analysis::HostReturnSite& s : d.long_host_gap_sites) {
+    host_sites.push_back({{"name", s.name},
+                          {"gaps", s.gaps},
+                          {"host_cpu_ns", s.host_cpu_ns},
+                          {"python_stack", pythonStackJson(s.python_stack)}});
+  }
   json streams = json::array();
   for (const analysis::StreamIdle& s : d.streams) {
     streams.push_back({{"stream", s.stream},
@@ -186,6 +202,8 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
           {"host_cpu_by_part", partsJson(d.host_cpu_by_part_ns)},
           {"host_cpu_names", partLabelsJson(d.host_part_labels)},
           {"unknown_host_in_long_gaps_ns", d.unknown_host_in_long_gaps_ns},
+          {"long_host_gaps", d.long_host_gaps},
+          {"long_host_gap_sites", host_sites},
           {"after_sync",
            {{"ns", d.after_sync_ns},
             {"gaps", d.after_sync_gaps},
@@ -207,7 +225,11 @@ json syncPointsJson(const ProcessAnalysis& p) {
   for (const analysis::SyncTypeStats& s : p.sync_points) {
     json sites = json::array();
     for (const analysis::CallSite& site : s.top_call_sites) {
-      sites.push_back({{"name", site.name}, {"count", site.count}, {"total_ns", site.total_ns}});
+      sites.push_back({{"name", site.name},
+                       {"count", site.count},
+                       {"total_ns", site.total_ns},
+                       {"idle_after_ns", site.idle_after_ns},
+                       {"python_stack", pythonStackJson(site.python_stack)}});
     }
     out.push_back({{"type", syncPointKey(s.kind)},
                    {"name", std::string(syncPointName(s.kind))},

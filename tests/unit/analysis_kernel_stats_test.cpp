@@ -237,8 +237,8 @@ TEST_CASE("a gap of host work names the launch that ended it, not a short call i
   IdleGap gap;
   gap.start_ns = 0;
   gap.end_ns = ms(90);
-  gap.call = {true, 0, "cudaMemcpyAsync", 7, ms(50), ms(50) + us(7), us(7)};
-  gap.queued_by = {true, 0, "cudaLaunchKernel", 7, ms(90) - us(5), ms(90) - us(1), us(4)};
+  gap.call = {true, 0, "cudaMemcpyAsync", 7, ms(50), ms(50) + us(7), us(7), 0, ""};
+  gap.queued_by = {true, 0, "cudaLaunchKernel", 7, ms(90) - us(5), ms(90) - us(1), us(4), 0, ""};
   CHECK(gapPlace(gap) == "thread 7 mostly outside CUDA calls, then a 4.00 us cudaLaunchKernel");
 }
 

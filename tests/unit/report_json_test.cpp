@@ -161,7 +161,7 @@ TEST_CASE("a longest gap carries its neighbours and its call, and a process its 
   gap.after.kind = v1::ACTIVITY_KIND_MEMCPY;
   gap.after.name = "memcpy HtoD 4 B";
   gap.after.bytes = 4;
-  gap.call = {true, 0, "cudaLaunchKernel", 12, 20 * kMs, 27 * kMs, 7 * kMs};
+  gap.call = {true, 0, "cudaLaunchKernel", 12, 20 * kMs, 27 * kMs, 7 * kMs, 0, ""};
   KernelStats k;
   k.name = "gemm";
   k.count = 3;
