@@ -8,11 +8,17 @@
 //  - Exit: an on_exit handler flushes CUPTI, writes Goodbye with the status the process passed to
 //    exit() (on_exit, unlike atexit, is given it; returning from main is exit() too) and names the
 //    file on stderr.
-//  - fork: the child records nothing (its parent's threads and locks are not there).
+//  - _exit (LD_PRELOAD only): os._exit(), which Python's multiprocessing and DataLoader workers
+//    leave by, skips on_exit; the hook does what on_process_exit does, then exits as _exit does.
+//  - fork: a child of a process that was recording records nothing (its parent's threads and locks
+//    are not there, and CUDA refuses a forked child of an initialised parent anyway). A child forked
+//    before its parent started (a worker forked before the first CUDA call) is a process like any
+//    other: it records from its own first CUDA call, to its own file (output_path's fork rule).
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <mutex>
@@ -36,6 +42,10 @@ thread_local const void* t_call_site = nullptr;
 namespace {
 
 bool g_in_forked_child = false;
+bool g_forked_before_start = false;  // this process was forked before its parent started recording
+// Threads inside ensure_started() or about to take its lock: a fork while one is there leaves the
+// child with a start half done (its mutex perhaps held by a thread that is not in the child).
+std::atomic<int> g_threads_starting{0};
 
 namespace probe = wire::Probe;
 
@@ -67,8 +77,12 @@ void on_process_exit(int status, void*) {
 }
 
 void on_fork_child() {
-  g_in_forked_child = true;
-  if (Recorder* recorder = Recorder::active()) recorder->abandon_in_child();
+  if (g_start_attempted.load(std::memory_order_acquire) || g_threads_starting.load(std::memory_order_acquire) != 0) {
+    g_in_forked_child = true;
+    if (Recorder* recorder = Recorder::active()) recorder->abandon_in_child();
+    return;
+  }
+  g_forked_before_start = true;  // nothing started yet: the child may start on its own
 }
 
 }  // namespace
@@ -82,6 +96,11 @@ bool starting_on_this_thread() { return t_starting; }
 void ensure_started() {
   static std::mutex mu;
   if (t_starting) return;
+  if (g_start_attempted.load(std::memory_order_acquire)) return;
+  struct Counted {
+    Counted() { g_threads_starting.fetch_add(1, std::memory_order_acq_rel); }
+    ~Counted() { g_threads_starting.fetch_sub(1, std::memory_order_acq_rel); }
+  } counted;
   std::lock_guard<std::mutex> lock(mu);
   struct Starting {
     Starting() { t_starting = true; }
@@ -89,6 +108,7 @@ void ensure_started() {
   } starting;
   if (g_start_attempted.load(std::memory_order_acquire)) return;
   Settings settings = read_settings();
+  settings.forked_child = g_forked_before_start;
   if (settings.disabled || g_in_forked_child) {
     g_start_attempted.store(true, std::memory_order_release);
     return;
@@ -130,6 +150,15 @@ void ensure_started() {
 }
 
 }  // namespace gapwatch
+
+// os._exit() and _exit(): the recording ends as at exit(). A vfork child (posix_spawn, subprocess)
+// also calls _exit, sharing its parent's memory: the pid check leaves the parent's recorder alone,
+// and the exit itself is the system call, not a symbol looked up.
+extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  gapwatch::Recorder* recorder = gapwatch::Recorder::active();
+  if (recorder && recorder->pid() == uint32_t(getpid())) gapwatch::on_process_exit(status, nullptr);
+  for (;;) syscall(SYS_exit_group, status);
+}
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   gapwatch::choose_host_clock();  // again: a library loaded by the driver alone may run this first

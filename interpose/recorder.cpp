@@ -61,8 +61,9 @@ void on_thread_exit(void* ring) {
 
 // GAPWATCH_OUTPUT: a file name, where %p becomes the pid and %r the rank (so every rank of a
 // torchrun job can share one setting), or a directory (ending in '/' or existing) that gets the
-// default name.
-std::string output_path(const std::string& setting) {
+// default name. A forked child's fixed name (no %p) gets "-<pid>" before its ".gwt": the parent
+// may write the name it was given, and the child must not truncate the parent's recording.
+std::string output_path(const std::string& setting, bool forked_child) {
   if (setting.empty()) return default_output_name();
   struct stat st;
   if (setting.back() == '/' || (stat(setting.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
@@ -76,6 +77,11 @@ std::string output_path(const std::string& setting) {
     } else {
       out += setting[i];
     }
+  }
+  if (forked_child && setting.find("%p") == std::string::npos) {
+    const std::string pid = "-" + std::to_string(getpid());
+    const size_t dot = out.size() >= 4 && out.compare(out.size() - 4, 4, ".gwt") == 0 ? out.size() - 4 : out.size();
+    out.insert(dot, pid);
   }
   return out;
 }
@@ -113,6 +119,7 @@ constexpr uint32_t kStackMailFull = 5;
 }  // namespace
 
 uint32_t Recorder::post_python_stack() {
+  if (!settings_.python_stacks) return 0;  // GAPWATCH_PY_STACKS=0
   char text[kMaxPythonStackText];
   PythonStackMiss miss;
   const size_t length = capture_python_stack(text, sizeof text, &miss);
@@ -172,7 +179,7 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
   std::lock_guard<std::mutex> lock(start_mu);
   if (Recorder* r = active()) return r;
   auto* r = new Recorder(settings);  // lives until the process exits: threads may still hold it
-  const std::string path = output_path(settings.output_path);
+  const std::string path = output_path(settings.output_path, settings.forked_child);
   std::string socket = settings.socket_path;
   // No socket named and no file either: a collector of this user's at the default place, if one
   // listens (GAPWATCH_OUTPUT asks for a file, and gets one).

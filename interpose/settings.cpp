@@ -36,6 +36,7 @@ Settings read_settings() {
     long ms = strtol(v, &end, 10);
     if (end != v && *end == 0 && ms >= 0 && ms <= 3600 * 1000) s.python_gap_ms = unsigned(ms);
   }
+  if (const char* v = env("GAPWATCH_PY_STACKS")) s.python_stacks = strcmp(v, "0") != 0;
   if (const char* v = env("GAPWATCH_CUPTI_PATH")) s.cupti_path = v;
   if (const char* v = env("GAPWATCH_PROBES")) s.symbols_only = strcmp(v, "symbols") == 0;
   if (const char* v = env("GAPWATCH_LOG")) {

@@ -13,6 +13,7 @@
 //   GAPWATCH_LOG=off|warn|info   what the library says on stderr (default warn: one line at exit)
 //   GAPWATCH_PY_GAP_MS=N     a launch after N ms or more of host time outside CUDA calls on its
 //                            thread carries the thread's Python stack (default 10; 0: never)
+//   GAPWATCH_PY_STACKS=0     read no Python stack at all, at any call (default 1: read them)
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,10 @@ struct Settings {
   bool symbols_only = false;
   LogLevel log = LogLevel::kWarn;
   unsigned python_gap_ms = 10;
+  bool python_stacks = true;  // GAPWATCH_PY_STACKS=0: false
+  // Not from the environment: this process was forked before its parent started recording, so a
+  // fixed GAPWATCH_OUTPUT name is its parent's too (output_path() gives the child its own).
+  bool forked_child = false;
 };
 
 Settings read_settings();

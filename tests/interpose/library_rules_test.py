@@ -26,6 +26,8 @@ HOOKED = {
     "cuptiEnableAllDomains", "cuptiGetCallbackState", "cuptiActivityRegisterCallbacks", "cuptiActivityEnable",
     "cuptiActivityDisable", "cuptiActivityFlushAll", "cuptiActivityFlushPeriod", "cuptiActivityGetNextRecord",
     "cuptiActivityRegisterTimestampCallback", "cuptiFinalize",
+    # os._exit() and _exit(): a worker leaving by them ends its recording as at exit() (entry.cpp).
+    "_exit",
 }
 # The NCCL profiler plugin's structs (NCCL_PROFILER_PLUGIN names libgapwatch.so).
 PLUGIN = {"ncclProfiler_v6", "ncclProfiler_v5", "ncclProfiler_v4"}
