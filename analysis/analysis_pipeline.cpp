@@ -84,7 +84,10 @@ void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& str
   }
   for (const DropCount& drop : batch.drops) drops_.update(drop);
   for (const ActivityApiSpan& span : batch.activity_api_spans) activity_api_spans_[span.start_ns] = span;
-  for (const ApiCallEvent& call : batch.api_calls) window_.push(call);
+  for (const ApiCallEvent& call : batch.api_calls) {
+    if (call.python_stack_id != 0) ++python_stacks_;
+    window_.push(call);
+  }
   for (const NcclCallEvent& call : batch.nccl_calls) window_.push(call);
   for (const MarkerEvent& marker : batch.markers) window_.push(marker);
   for (const HostRangeEvent& range : batch.host_ranges) window_.push(range);
@@ -177,6 +180,12 @@ void AnalysisPipeline::writeProcessFacts(ProcessAnalysis& result) const {
   result.events_dropped = drops_.total(v1::DROP_SOURCE_THREAD_RING);
   result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);
   result.cupti_records_incomplete = drops_.total(v1::DROP_SOURCE_CUPTI_INCOMPLETE);
+  result.python_stacks = python_stacks_;
+  for (const auto& [key, dropped] : drops_.all()) {
+    if (key.first != v1::DROP_SOURCE_PYTHON_STACK || dropped == 0) continue;
+    result.python_stack_misses += dropped;
+    result.python_stack_misses_by_reason.emplace_back(pythonStackMissReason(key.second), dropped);
+  }
   for (const auto& [start, span] : activity_api_spans_) result.activity_api_spans.push_back(span);
   if (goodbye_) {
     // Goodbye's totals are final; take the larger in case a counter's last update was lost.

@@ -107,6 +107,7 @@ class AnalysisPipeline final : public RecordingVisitor {
   std::optional<v1::Goodbye> goodbye_;
   DropTotals drops_;
   uint64_t sync_records_ = 0;  // SYNC activities seen (RecordingSource::sync_records)
+  uint64_t python_stacks_ = 0;  // calls that carry a Python stack (ProcessAnalysis::python_stacks)
   std::map<uint64_t, ActivityApiSpan> activity_api_spans_;  // by start: the latest report of each
 };
 

@@ -364,6 +364,10 @@ struct ProcessAnalysis {
   uint64_t late_events = 0;      // arrived after the reordering window had closed past them
   uint64_t events_dropped = 0, cupti_records_dropped = 0;
   uint64_t cupti_records_incomplete = 0;  // handed back unfinished by a forced flush, not recorded
+  // Calls recorded with their thread's Python stack, and the calls that were to carry one but
+  // did not (DROP_SOURCE_PYTHON_STACK), in all and by reason (pythonStackMissReason).
+  uint64_t python_stacks = 0, python_stack_misses = 0;
+  std::vector<std::pair<std::string, uint64_t>> python_stack_misses_by_reason;
   // Spans in which another client used CUPTI's activity API: shared (gapwatch's records are
   // complete) or blind (device records missing). An open span ends where the recording does.
   std::vector<ActivityApiSpan> activity_api_spans;

@@ -496,7 +496,9 @@ std::string hostPartOfFinding(const std::string& id) {
 
 std::string callText(const GapCall& call) {
   const std::string name = call.api_name.empty() ? std::string("CUDA call") : call.api_name;
-  return "a " + formatDuration(call.exit_ns - std::min(call.enter_ns, call.exit_ns)) + " " + name;
+  std::string text = "a " + formatDuration(call.exit_ns - std::min(call.enter_ns, call.exit_ns)) + " " + name;
+  if (!call.python_site.empty()) text += " at " + call.python_site;  // where the user's code made it
+  return text;
 }
 
 std::string gapPlace(const IdleGap& gap) {

@@ -84,7 +84,40 @@ void addStepEvidence(FindingBuilder& f, const ProcessAnalysis& p) {
   f.number("step_median_idle_fraction", p.steps.median_idle_fraction);
 }
 
-void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_idle_after) {
+// The Python line among a type's call sites whose calls cost most (blocked time and the idle after
+// them), or nullptr when none of its sites is a Python line (no stacks recorded, a C++ program).
+const CallSite* topPythonSite(const SyncTypeStats& s) {
+  const CallSite* best = nullptr;
+  for (const CallSite& c : s.top_call_sites) {
+    if (c.python_stack.empty()) continue;
+    if (!best || c.total_ns + c.idle_after_ns > best->total_ns + best->idle_after_ns) best = &c;
+  }
+  return best;
+}
+
+// "1,200 calls, 1.0 per step, 2.10 s blocked, 3.40 s idle after".
+std::string siteCostText(const CallSite& c, uint64_t steps) {
+  std::string text = formatCount(c.count) + (c.count == 1 ? " call" : " calls");
+  if (steps > 0) {
+    char per_step[32];
+    std::snprintf(per_step, sizeof per_step, "%.1f", static_cast<double>(c.count) / static_cast<double>(steps));
+    text += std::string(", ") + per_step + " per step";
+  }
+  return text + ", " + formatDuration(c.total_ns) + " blocked, " + formatDuration(c.idle_after_ns) + " idle after";
+}
+
+// The line a fix should start at: the costliest Python site of the types it advises on.
+std::string siteToStartAt(const std::vector<const SyncTypeStats*>& types, uint64_t steps) {
+  const CallSite* best = nullptr;
+  for (const SyncTypeStats* s : types) {
+    const CallSite* c = topPythonSite(*s);
+    if (c && (!best || c->total_ns + c->idle_after_ns > best->total_ns + best->idle_after_ns)) best = c;
+  }
+  if (!best) return "";
+  return "Start at " + best->name + " (" + siteCostText(*best, steps) + "). ";
+}
+
+void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_idle_after, uint64_t steps) {
   std::string text = formatCount(s.count) + (s.count == 1 ? " call, " : " calls, ") + formatDuration(s.total_ns) +
                      " blocked, p50 " + formatDuration(s.p50_ns);
   if (with_idle_after) text += ", " + formatDuration(s.idle_after_ns) + " idle after";
@@ -92,6 +125,7 @@ void addSyncTypeEvidence(FindingBuilder& f, const SyncTypeStats& s, bool with_id
     text += "; " + formatCount(s.small_reads) + " of them reads of values (to the host, at most 64 KiB)";
   }
   f.evidence(syncTypeLabel(s), text);
+  if (const CallSite* site = topPythonSite(s)) f.evidence(syncTypeLabel(s) + ", most at", site->name + ": " + siteCostText(*site, steps));
   const std::string key = syncPointKey(s.kind);
   f.number(key + "_calls", static_cast<double>(s.count));
   f.number(key + "_blocked_ns", static_cast<double>(s.total_ns));
@@ -179,6 +213,32 @@ const char* hostPartTitle(HostPart part) {
   return "";
 }
 
+// Where the host came back after its long stretches of host time: the Python line of the launch
+// that ended them (DeviceAnalysis::long_host_gap_sites), over the process's devices. The line
+// where the host resumed, which is after what kept it (a DataLoader fetch just before it, logging).
+void addLongHostGapEvidence(FindingBuilder& f, const ProcessAnalysis& p, const AnalysisOptions& o) {
+  uint64_t gaps = 0;
+  std::vector<HostReturnSite> sites;
+  for (const DeviceAnalysis& d : p.devices) {
+    gaps += d.long_host_gaps;
+    for (const HostReturnSite& s : d.long_host_gap_sites) {
+      auto same = std::find_if(sites.begin(), sites.end(), [&](const HostReturnSite& t) { return t.name == s.name; });
+      if (same == sites.end()) sites.push_back(s);
+      else same->gaps += s.gaps, same->host_cpu_ns += s.host_cpu_ns;
+    }
+  }
+  if (gaps == 0 || sites.empty()) return;
+  const HostReturnSite& top = *std::min_element(sites.begin(), sites.end(), [](const HostReturnSite& a, const HostReturnSite& b) {
+    return a.host_cpu_ns != b.host_cpu_ns ? a.host_cpu_ns > b.host_cpu_ns : a.name < b.name;
+  });
+  f.evidence("host came back at", top.name + ", the first launch after " + formatCount(top.gaps) + " of the " +
+                                      formatCount(gaps) + " host gaps of " + formatDuration(o.long_host_gap_ns) +
+                                      " or more (" + formatDuration(top.host_cpu_ns) + " of host time): what kept "
+                                      "the host ran just before it");
+  f.number("long_host_gaps", static_cast<double>(gaps));
+  f.number("long_host_gaps_at_top_site", static_cast<double>(top.gaps));
+}
+
 }  // namespace
 
 Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o, HostPart part) {
@@ -201,6 +261,7 @@ Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const Analy
   if (elsewhere * 100 >= split.ns[index] && elsewhere > 0) {  // worth a line from 1 % of it on
     f.evidence("explained elsewhere", formatDuration(elsewhere) + " of it by stalls or sync points (their findings)");
   }
+  addLongHostGapEvidence(f, p, o);
   switch (part) {
     case HostPart::kInputPipeline:
       f.evidence("data loading", labelsText(split.labels[index], "(unnamed)") +
@@ -228,7 +289,7 @@ Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const Analy
       f.evidence("why unknown", formatDuration(unknown) + " with no host event around it: " +
                                     (p.source.kineto_trace
                                          ? "the trace holds no cpu_op or user_annotation events for this time"
-                                         : "the recording holds no host events (ops, annotations, Python stacks)"));
+                                         : "the recording holds no host ranges (ops, annotations) around it"));
       const double long_share = ratio(static_cast<double>(split.unknown_in_long_gaps_ns), static_cast<double>(unknown));
       f.evidence("shape (a hint, not a cause)",
                  formatPercent(long_share) + " of it in gaps of 1.02 ms or more, as per-step host work (data loading, "
@@ -268,7 +329,7 @@ Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x) {
   f.evidence("idle in blocking copies", shareOfIdle(x.pageable_copies_ns, x) +
                                             ", the launching thread inside a copy or memset that blocked");
   f.number("sync_copy_idle_ns", static_cast<double>(x.pageable_copies_ns));
-  for (const SyncTypeStats* s : copies_by_time) addSyncTypeEvidence(f, *s, false);
+  for (const SyncTypeStats* s : copies_by_time) addSyncTypeEvidence(f, *s, false, p.steps.steps);
   if (small_reads > 0) {
     f.evidence("small reads", formatCount(small_reads) + " of " + formatCount(blocking_copies) +
                                   " blocking copies were to the host and at most 64 KiB");
@@ -281,6 +342,7 @@ Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x) {
   f.number("device_copies", static_cast<double>(copies));
   std::string fix = syncAdviceInOrder(copies_by_time);
   if (!reads) fix += " Gather many small tensors into one buffer and copy it once.";
+  if (!fix.empty()) fix = siteToStartAt(copies_by_time, p.steps.steps) + fix;
   f.fix(fix.empty() ? "Copy from pinned memory: DataLoader(pin_memory=True) and tensor.to(device, non_blocking=True)."
                     : fix);
   return f.take();
@@ -375,7 +437,7 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
                              " of the host's time in those gaps: it had waited at least as long in the sync" +
                              (x.after_sync_estimated ? " (estimated from the gap histogram)" : ""));
   f.number("hideable_ns", static_cast<double>(x.sync_points_ns));
-  for (const SyncTypeStats* s : drainers) addSyncTypeEvidence(f, *s, true);
+  for (const SyncTypeStats* s : drainers) addSyncTypeEvidence(f, *s, true, p.steps.steps);
   // The type that blocked longest, when it is not a drainer: item() is a pageable copy that waits
   // for the queue, then a stream sync that finds it empty and is named the drainer.
   const SyncTypeStats* longest = nullptr;
@@ -384,7 +446,7 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
   }
   std::vector<const SyncTypeStats*> advised = drainers;
   if (longest && std::find(drainers.begin(), drainers.end(), longest) == drainers.end()) {
-    addSyncTypeEvidence(f, *longest, false);
+    addSyncTypeEvidence(f, *longest, false, p.steps.steps);
     advised.push_back(longest);
   }
   f.number("sync_points", static_cast<double>(sync_calls));
@@ -397,7 +459,7 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
   // Without a drainer (estimated split) there is no type to follow: the general advice.
   f.fix(advised.empty() ? "Take sync points out of the step: read values every N steps, copy with "
                           "non_blocking=True from pinned memory."
-                        : syncAdviceInOrder(advised));
+                        : siteToStartAt(advised, p.steps.steps) + syncAdviceInOrder(advised));
   return f.take();
 }
 
@@ -527,7 +589,7 @@ Finding cudaApi(const ProcessAnalysis& p, const IdleExplanation& x) {
   f.evidence("idle in other CUDA calls", shareOfIdle(x.cuda_api_ns, x) +
                                              ", the launching thread in a call that is not a launch or copy");
   f.number("cuda_api_idle_ns", static_cast<double>(x.cuda_api_ns));
-  if (allocations) addSyncTypeEvidence(f, *alloc, true);
+  if (allocations) addSyncTypeEvidence(f, *alloc, true, p.steps.steps);
   f.fix(allocations ? syncAdvice(*alloc)
                     : "Keep CUDA calls that are neither launches nor copies out of the step: create streams, events "
                       "and graphs once, and load modules (compile kernels) before the loop.");

@@ -64,4 +64,15 @@ std::string pythonSiteText(std::string_view stack_text) {
   return text;
 }
 
+std::string pythonStackMissReason(uint64_t id) {
+  switch (id) {
+    case 1: return "an interpreter version gapwatch has no frame layout for";
+    case 2: return "a subinterpreter";
+    case 3: return "a Python thread with no frame";
+    case 4: return "a value that failed a sanity check";
+    case 5: return "the stacks' hand-over to the flusher was full";
+  }
+  return "reason " + std::to_string(id);
+}
+
 }  // namespace gapwatch

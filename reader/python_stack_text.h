@@ -40,4 +40,7 @@ std::string frameText(const PythonFrame& frame);
 // 41 in item)" when library frames sit beneath it. Empty for a stack with no frames.
 std::string pythonSiteText(std::string_view stack_text);
 
+// Why a call went without its stack, for a DROP_SOURCE_PYTHON_STACK counter's id (events.proto).
+std::string pythonStackMissReason(uint64_t id);
+
 }  // namespace gapwatch

@@ -220,6 +220,13 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
           {"launch_overhead_short_gaps", d.launch_overhead_short_gaps}};
 }
 
+// Calls recorded with a Python stack, and those that were to have one but did not, by reason.
+json pythonStacksJson(const ProcessAnalysis& p) {
+  json reasons = json::object();
+  for (const auto& [reason, n] : p.python_stack_misses_by_reason) reasons[reason] = n;
+  return {{"read", p.python_stacks}, {"missed", p.python_stack_misses}, {"missed_by_reason", reasons}};
+}
+
 json syncPointsJson(const ProcessAnalysis& p) {
   json out = json::array();
   for (const analysis::SyncTypeStats& s : p.sync_points) {
@@ -401,6 +408,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
             {"cupti_records_incomplete", p.cupti_records_incomplete},
             {"transport_events_dropped", o.transport_events_dropped},
             {"batches_missing", o.health.batches_missing}}},
+          {"python_stacks", pythonStacksJson(p)},
           {"events",
            {{"api_calls", o.api_calls},
             {"launches", o.launches},

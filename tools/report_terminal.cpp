@@ -325,6 +325,26 @@ void printLongestGaps(const DeviceAnalysis& d, const analysis::AnalysisOptions& 
   }
 }
 
+// Where the host came back after its long stretches of host time: the Python line of the launch that
+// ended each host_cpu gap of long_host_gap_ns or more (the recorder reads the stack only there).
+void printLongHostGapSites(const DeviceAnalysis& d, const analysis::AnalysisOptions& options, std::ostream& out) {
+  if (d.long_host_gaps == 0) return;
+  uint64_t named = 0;
+  for (const analysis::HostReturnSite& s : d.long_host_gap_sites) named += s.gaps;
+  out << "  " << padRight("host came back at", 22) << plural(d.long_host_gaps, "host gap", "host gaps") << " of "
+      << formatDuration(options.long_host_gap_ns) << " or more";
+  if (d.long_host_gap_sites.empty()) {
+    out << "; no Python stack at their launches (not a Python program, or stacks not read)\n";
+    return;
+  }
+  out << "; the launch that ended them was made at\n";
+  for (const analysis::HostReturnSite& s : d.long_host_gap_sites) {
+    out << "    " << padRight(printable(s.name), 40) << padLeft(plural(s.gaps, "gap", "gaps"), 10)
+        << padLeft(formatDuration(s.host_cpu_ns), 11) << " host\n";
+  }
+  if (named < d.long_host_gaps) out << "    " << formatCount(d.long_host_gaps - named) << " more elsewhere\n";
+}
+
 // gapwatch's own idle per stream, split into HTA's categories but measured as gapwatch measures
 // (the whole window, no last-step cut, nanoseconds, gaps to the latest end so far): not HTA's
 // numbers, which `report --hta` gives, so the table does not carry HTA's name.
@@ -379,6 +399,7 @@ void printDevices(const ProcessAnalysis& p, const analysis::AnalysisOptions& opt
     if (d.idle_ns > 0) printIdleByCause(d, style, out);
     printGapHistogram(d.gaps, style, out);
     printLongestGaps(d, options, out);
+    printLongHostGapSites(d, options, out);
     printStreamIdle(d, out);
   }
 }
@@ -438,10 +459,16 @@ void printSyncPoints(const ProcessAnalysis& p, std::ostream& out) {
     if (s.polls > 0)
       out << "    " << formatCount(s.polls) << (s.polls == 1 ? " poll" : " polls") << " over "
           << formatDuration(s.polling_ns) << '\n';
+    // Calls without a site (a C++ caller the recorder could not name, a Python thread whose stack
+    // was a miss) are counted in the type's row above, not listed as a site.
     for (const analysis::CallSite& site : s.top_call_sites) {
-      if (site.name == analysis::kCallSiteNotRecorded) continue;  // the recorder does not record them yet
-      out << "    " << padRight(printable(site.name), 40) << padLeft(formatCount(site.count), 9)
-          << padLeft(formatDuration(site.total_ns), 11) << '\n';
+      if (site.name == analysis::kCallSiteNotRecorded) continue;
+      // The numbers under the type's columns; a name too long for the first column gets a line.
+      const std::string name = printable(site.name);
+      if (name.size() > 20) out << "    " << name << '\n';
+      out << "    " << padRight(name.size() > 20 ? "" : name, 20) << padLeft(formatCount(site.count), 9)
+          << padLeft(formatDuration(site.total_ns), 11) << padLeft("", 22)
+          << padLeft(p.device_timeline ? formatDuration(site.idle_after_ns) : "-", 12) << '\n';
     }
   }
   printTraceSyncLimits(p, out);
@@ -646,6 +673,15 @@ void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverv
     std::string text;
     for (std::size_t i = 0; i < parts.size(); ++i) text += (i > 0 ? ", " : "") + parts[i];
     row(out, "drops") << style.warn(text + "; the numbers above undercount") << '\n';
+  }
+  // A miss loses a call's Python line, never the call: said apart from the drops, which undercount.
+  if (p.python_stack_misses > 0) {
+    std::string reasons;
+    for (const auto& [reason, n] : p.python_stack_misses_by_reason)
+      reasons += (reasons.empty() ? "" : ", ") + formatCount(n) + " " + reason;
+    row(out, "py stacks") << style.warn(formatCount(p.python_stacks) + " read, " + formatCount(p.python_stack_misses) +
+                                            " not (" + reasons + "): those calls are counted under no Python line")
+                              << '\n';
   }
   if (o.read.truncated) {
     row(out, "note") << style.warn(truncationNotice(o.read) + "; the analysis stops there") << '\n';
