@@ -4,8 +4,8 @@
 #
 # Run from the repository root, with libgapwatch.so built beforehand on the development machine:
 #
-#   scripts/gpu-check.sh                      # the whole check, estimated 6-7 minutes, 460 s at most
-#                                             # (runs: 180 s; then the field checks: 270 s)
+#   scripts/gpu-check.sh                      # the whole check, estimated 7 minutes, 520 s at most
+#                                             # (runs: 180 s; then the field checks: 310 s)
 #   scripts/gpu-check.sh --no-optional        # only the nine core runs
 #   scripts/gpu-check.sh --only data_bound,data_fixed   # only these jobs (any of the four)
 #   scripts/gpu-check.sh --self-test          # no torch, no GPU: fake jobs, checks the harness itself
@@ -20,10 +20,10 @@
 #   GAPWATCH_BIN             the gapwatch CLI, used for `gapwatch report` if present (build/bin/gapwatch)
 #   OUT                      where the archive goes           (./gpu-check-out/ when unset)
 #   GPU_CHECK_PYTHON         the interpreter holding torch    (python3)
-#   GPU_CHECK_BUDGET_S       whole-run budget in seconds      (450; a hard stop comes 30 s later)
-#   GPU_CHECK_FIELD_S        of it, kept for the field checks (270: live records 25, launch cost
-#                            100, NCCL 60, CUPTI 12 45, collector 40; scripts/gpu-check/README.md,
-#                            "Field checks")
+#   GPU_CHECK_BUDGET_S       whole-run budget in seconds      (490; a hard stop comes 30 s later)
+#   GPU_CHECK_FIELD_S        of it, kept for the field checks (310: Python lines 40, live records
+#                            25, launch cost 100, NCCL 60, CUPTI 12 45, collector 40;
+#                            scripts/gpu-check/README.md, "Field checks")
 #   GPU_CHECK_JOB_TIMEOUT_S  one run's limit in seconds       (60)
 #   GPU_CHECK_STEPS          training steps per run           (50, of which 5 are warm-up)
 #   GPU_CHECK_SMI            1: sample nvidia-smi GPU-Util during each run (1)
@@ -32,8 +32,10 @@
 #   GPU_CHECK_FAKE_STEP_MS   --self-test only: a fake step's length, to try timeouts (5)
 #
 # Exit status: 0 when the harness worked (failed or timed-out runs are reported inside the
-# results, not in the exit status); 1 for a usage error or when no archive could be written;
-# 130/143 when interrupted (what was done so far is packed first).
+# results, not in the exit status); 1 for a usage error or when no archive could be written, and
+# with --self-test also when a field check's self-test exited non-zero (python_lines_check.py
+# --self-test does unless its verdict is a pass); 130/143 when interrupted (what was done so far is
+# packed first).
 #
 # The results: scripts/gpu-check/README.md. What the check measures: docs/gpu-validation.md.
 set -u
@@ -64,8 +66,8 @@ while (($#)); do
   shift
 done
 
-budget="${GPU_CHECK_BUDGET_S:-450}"
-field_s="${GPU_CHECK_FIELD_S:-270}"
+budget="${GPU_CHECK_BUDGET_S:-490}"
+field_s="${GPU_CHECK_FIELD_S:-310}"
 job_timeout="${GPU_CHECK_JOB_TIMEOUT_S:-60}"
 steps="${GPU_CHECK_STEPS:-50}"
 use_smi="${GPU_CHECK_SMI:-1}"
@@ -424,6 +426,7 @@ fi
 # Each is its own script under scripts/gpu-check/, bounded by its own limit and by what is left;
 # each writes into field/<name>/ and exits 0 when its harness worked (README.md, "Field checks").
 in_field_checks=0
+field_failed=()
 field_check() {
   local name="$1" limit="$2"
   shift 2
@@ -439,11 +442,16 @@ field_check() {
     timeout -k 5 "$limit" "$@" >"$stage/field/$name/output.txt" 2>&1
   local rc=$?
   say "$(printf '%-30s rc=%s in %s s (limit %s s)' "field/$name" "$rc" "$((SECONDS - t0))" "$limit")"
+  ((self_test && rc != 0)) && field_failed+=("$name")
+  return 0
 }
 if [[ -n "$py_ok" ]]; then
   say "field checks:"
   st=()
   ((self_test)) && st=(--self-test)
+  # first: the Python stacks of loss.item() and .cpu() (the check this version adds; 10-20 s)
+  field_check python_lines 40 "$py" "$here/python_lines_check.py" "$stage/field/python_lines" --budget 35 \
+    ${st[@]+"${st[@]}"}
   field_check live_records 25 "$py" "$here/live_records_check.py" "$stage/field/live_records" ${st[@]+"${st[@]}"}
   field_check launch_cost 100 "$py" "$here/launch_cost_check.py" "$stage/field/launch_cost" --budget-s 90 \
     ${st[@]+"${st[@]}"}
@@ -489,6 +497,12 @@ else
 fi
 if ((self_test)); then
   tar -tzf "$archive" >/dev/null 2>&1 && say "self-test: archive lists $(tar -tzf "$archive" | wc -l) entries"
+  if ((${#field_failed[@]})); then
+    say "self-test FAILED: field check(s) ${field_failed[*]} exited non-zero (see field/<name>/output.txt)"
+    ((status == 0)) && status=1
+  else
+    say "self-test: every field check's self-test exited 0"
+  fi
 fi
 if ((status == 0)); then
   rm -rf "$stage_parent"

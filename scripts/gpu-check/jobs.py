@@ -17,6 +17,13 @@ Jobs (each exercises one idle cause of docs/gpu-validation.md):
   launch_bound   a deep, narrow MLP plus a chain of elementwise ops: thousands of kernels of a
                  few microseconds per step, Adam without foreach (one set of kernels per tensor).
   launch_graphed the launch_bound step captured once in a CUDA graph and replayed (the fix).
+  python_lines   a small training loop (two Linear layers, MSE loss, backward, SGD) whose steps
+                 end in loss.item(), out.detach().cpu() and torch.cuda.synchronize() on lines
+                 marked '# LINE item', '# LINE cpu' and '# LINE sync' (python_lines_step below):
+                 python_lines_check.py runs it under gapwatch and checks that the Python stacks
+                 recorded at the CUDA calls those lines make name those lines. It imports `torch`
+                 like the other jobs; python_lines_check.py --self-test puts a stand-in `torch`
+                 package first on PYTHONPATH.
 
 The profiler is chosen here (--profiler torch wraps the loop in torch.profiler with a schedule);
 gapwatch is not: scripts/gpu-check.sh sets LD_PRELOAD / CUDA_INJECTION64_PATH around this process,
@@ -42,7 +49,7 @@ import time
 import traceback
 import warnings
 
-JOBS = ("data_bound", "data_fixed", "launch_bound", "launch_graphed")
+JOBS = ("data_bound", "data_fixed", "launch_bound", "launch_graphed", "python_lines")
 
 
 class StepLog:
@@ -418,6 +425,70 @@ def run_torch(a, log):
             "loader_iter": loader_iter}
 
 
+# ------------------------------------------------------------------------------------------------
+# python_lines: .item(), .cpu() and a sync at lines that python_lines_check.py finds by parsing this
+# file. Keep each marked call on its own line, with its marker comment on that line.
+
+
+def python_lines_step(torch, model, opt, x, target, cuda):
+    """One training step of python_lines. python_lines_check.py expects the CUDA calls each marked
+    line makes (torch: cudaMemcpyAsync + cudaStreamSynchronize for .item() and .cpu(),
+    cudaDeviceSynchronize under torch/cuda/__init__.py for the sync) to be recorded with a Python
+    stack whose first frame outside installed packages and the standard library is that line, in
+    this function."""
+    out = model(x)
+    loss = torch.nn.functional.mse_loss(out, target)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    value = loss.item()  # LINE item
+    host = out.detach().cpu()  # LINE cpu
+    if cuda:
+        torch.cuda.synchronize()  # LINE sync
+    return value, host
+
+
+def run_python_lines(a, log):
+    t_import = time.perf_counter()
+    import torch
+    if a.device == "auto":
+        cuda = bool(torch.cuda.is_available())
+    else:
+        cuda = a.device == "cuda"
+    dev = torch.device("cuda" if cuda else "cpu")
+    torch.manual_seed(0)
+    width = 64 if a.dry_run else 256
+    model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh(),
+                                torch.nn.Linear(width, 64)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(4 * width, width, device=dev)
+    target = torch.randn(4 * width, 64, device=dev)
+    if cuda:
+        torch.cuda.synchronize()  # set-up done (not a marked line)
+    log.write({"type": "start", "job": a.job, "label": a.label, "pid": os.getpid(),
+               "host": socket.gethostname(), "python": sys.version.split()[0],
+               "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+               "torch_file": getattr(torch, "__file__", None),
+               "device": "cuda" if cuda else "cpu",
+               "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
+               "steps": a.steps, "warmup": a.warmup,
+               "import_and_setup_s": time.perf_counter() - t_import, "unix_time": time.time()})
+    calls = {"item": 0, "cpu": 0, "sync": 0}
+    loop0 = time.perf_counter()
+    value = None
+    for i in range(a.steps):
+        t0 = time.perf_counter()
+        value, _ = python_lines_step(torch, model, opt, x, target, cuda)
+        calls["item"] += 1
+        calls["cpu"] += 1
+        calls["sync"] += 1 if cuda else 0
+        t1 = time.perf_counter()
+        log.write({"type": "step", "i": i, "s": t1 - t0, "data_s": 0.0, "host_s": t1 - t0, "sync_s": 0.0})
+    return {"type": "end", "steps_done": a.steps, "loop_s": time.perf_counter() - loop0,
+            "unix_time": time.time(), "last_loss": value, "line_calls": calls, "trace": {},
+            "worker_pids": []}
+
+
 def on_sigterm(signum, frame):
     # `timeout` sends SIGTERM first: turn it into an exception so the log gets an "error" line.
     raise SystemExit("terminated by signal %d (timeout?)" % signum)
@@ -433,7 +504,7 @@ def main(argv=None):
             return 0
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            end = run_torch(a, log)
+            end = run_python_lines(a, log) if a.job == "python_lines" else run_torch(a, log)
         it = end.pop("loader_iter", None)
         seen = []
         for w in caught:

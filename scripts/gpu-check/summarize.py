@@ -625,7 +625,8 @@ def render(env, runs, table, chk):
 
 # What each field check (gpu-check.sh, "field checks") wrote as its result, verbatim: each says
 # what its numbers mean (scripts/gpu-check/README.md, "Field checks").
-FIELD_RESULTS = [("live_records", "live_records/live_records.txt"), ("launch_cost", "launch_cost.txt"),
+FIELD_RESULTS = [("python_lines", "python_lines.txt"),
+                 ("live_records", "live_records/live_records.txt"), ("launch_cost", "launch_cost.txt"),
                  ("nccl", "nccl_check.json"), ("cupti12", "cupti12/result.txt"),
                  ("collector", "collector_check.json")]
 
