@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <string.h>
 #include <linux/sockios.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -43,9 +44,23 @@ bool OutputSink::connect_socket(const std::string& path, const std::string& fall
   return true;
 }
 
-bool OutputSink::open_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+bool OutputSink::open_file(const std::string& path, bool* taken) {
+  // Not O_TRUNC: the lock first, then the truncation, so that a file in use keeps its contents.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return false;
+  // A file system without flock (some network ones) answers another error: write as before.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    ::close(fd);
+    if (taken) *taken = true;
+    errno = EBUSY;
+    return false;
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return false;
+  }
   fd_ = fd;
   socket_ = false;
   path_ = path;

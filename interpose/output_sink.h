@@ -29,7 +29,11 @@ class OutputSink {
   // file the stream continues in if the collector stalls or goes away.
   bool connect_socket(const std::string& path, const std::string& fallback_path);
   // Creates the file (mode 0644, truncating) and writes the .gwt header; false with errno set.
-  bool open_file(const std::string& path);
+  // The file stays locked (flock) while this process writes it: a file another live process is
+  // writing is not truncated: false, errno EBUSY, and *taken set (the recorder picks another
+  // name). Two processes given one name (a worker forked before CUDA was loaded, a job started
+  // twice) so never write into one file.
+  bool open_file(const std::string& path, bool* taken = nullptr);
   // One whole frame. The first frame written to a socket is kept (its Hello) for the fallback.
   bool write(const std::string& frame);
   // Flushes what the collector has not taken (a short bounded wait, then the fallback) and closes.

@@ -59,6 +59,13 @@ void on_thread_exit(void* ring) {
   static_cast<EventRing*>(ring)->state.store(EventRing::kGone, std::memory_order_release);
 }
 
+// "run.gwt" as "run-<pid>.gwt": this process's own name beside a name another process has.
+std::string with_pid(std::string path) {
+  const std::string pid = "-" + std::to_string(getpid());
+  const size_t dot = path.size() >= 4 && path.compare(path.size() - 4, 4, ".gwt") == 0 ? path.size() - 4 : path.size();
+  return path.insert(dot, pid);
+}
+
 // GAPWATCH_OUTPUT: a file name, where %p becomes the pid and %r the rank (so every rank of a
 // torchrun job can share one setting), or a directory (ending in '/' or existing) that gets the
 // default name. A forked child's fixed name (no %p) gets "-<pid>" before its ".gwt": the parent
@@ -78,11 +85,7 @@ std::string output_path(const std::string& setting, bool forked_child) {
       out += setting[i];
     }
   }
-  if (forked_child && setting.find("%p") == std::string::npos) {
-    const std::string pid = "-" + std::to_string(getpid());
-    const size_t dot = out.size() >= 4 && out.compare(out.size() - 4, 4, ".gwt") == 0 ? out.size() - 4 : out.size();
-    out.insert(dot, pid);
-  }
+  if (forked_child && setting.find("%p") == std::string::npos) out = with_pid(out);
   return out;
 }
 
@@ -186,7 +189,10 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
   if (socket.empty() && settings.output_path.empty()) socket = default_collector_socket();
   bool open = !socket.empty() && socket != "off" && r->sink_.connect_socket(socket, path);
   if (!open) {
-    open = r->sink_.open_file(path);
+    bool taken = false;
+    open = r->sink_.open_file(path, &taken);
+    // Another live process writes that file (one GAPWATCH_OUTPUT name, no %p): a name of our own.
+    if (!open && taken) open = r->sink_.open_file(with_pid(path));
     if (!open) {
       log_line(settings, LogLevel::kWarn, "cannot write the recording %s: %s; not recording", path.c_str(),
                strerror(errno));

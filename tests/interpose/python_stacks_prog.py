@@ -2,14 +2,24 @@
 lines the test knows (each marked by a comment naming the call): python_stacks_test.py checks that
 every one is recorded with its Python stack, innermost frame first, at that line.
 
-Usage: python_stacks_prog.py SIMLIB_DIR [--threads] [--fork]
-  --threads  a second thread makes its own blocking calls
-  --fork     a worker forked before CUDA is first used makes blocking calls of its own
+Usage: python_stacks_prog.py SIMLIB_DIR [--threads] [--fork] [--child-exit os|sys]
+  --threads     a second thread makes its own blocking calls
+  --fork        a worker forked before CUDA is first used makes blocking calls of its own
+  --child-exit  how the forked worker leaves: os._exit(0) (the default, as multiprocessing's and
+                DataLoader's workers do) or sys.exit(0) (exit handlers run: what a recording made
+                under CUDA_INJECTION64_PATH alone needs to be finished, no _exit hook there)
 """
 import ctypes
 import os
 import sys
 import threading
+
+# How many times each marked call is made (python_stacks_test.py imports these): TRAIN_STEPS
+# train steps, alternately reading the loss (even steps) and waiting for the step (odd steps);
+# WORKER_STEPS stream syncs on the second thread; CHILD_STEPS device syncs in the forked worker.
+TRAIN_STEPS = 6
+WORKER_STEPS = 5
+CHILD_STEPS = 3
 
 
 class Dim3(ctypes.Structure):
@@ -76,20 +86,23 @@ def worker_thread(runtime, steps):
 def main():
     simlib = sys.argv[1]
     child = 0
+    child_exit = sys.argv[sys.argv.index("--child-exit") + 1] if "--child-exit" in sys.argv else "os"
     if "--fork" in sys.argv:
         child = os.fork()
         if child == 0:
             runtime = Runtime(simlib)
-            for _ in range(3):
+            for _ in range(CHILD_STEPS):
                 runtime.launch(1000000)
                 runtime.rt.cudaDeviceSynchronize()  # MARK cudaDeviceSynchronize main
+            if child_exit == "sys":
+                sys.exit(0)
             os._exit(0)
     runtime = Runtime(simlib)
     thread = None
     if "--threads" in sys.argv:
-        thread = threading.Thread(target=worker_thread, args=(runtime, 5), name="worker")
+        thread = threading.Thread(target=worker_thread, args=(runtime, WORKER_STEPS), name="worker")
         thread.start()
-    for i in range(6):
+    for i in range(TRAIN_STEPS):
         train_step(runtime, i)
     if thread:
         thread.join()
