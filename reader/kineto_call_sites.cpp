@@ -18,7 +18,7 @@ void KinetoCallSites::onPythonFunction(uint32_t thread_id, uint64_t start_ns, ui
   ++count_;
 }
 
-const std::string* KinetoCallSites::siteOf(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns) {
+KinetoCallSites::Thread* KinetoCallSites::sortedThread(uint32_t thread_id) {
   auto it = threads_.find(thread_id);
   if (it == threads_.end()) return nullptr;
   Thread& thread = it->second;
@@ -28,16 +28,84 @@ const std::string* KinetoCallSites::siteOf(uint32_t thread_id, uint64_t start_ns
       return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
     });
     thread.sorted = true;
+    thread.parents.clear();
+    thread.open.clear();
   }
+  return &thread;
+}
+
+int64_t KinetoCallSites::innermost(const Thread& thread, uint64_t start_ns, uint64_t end_ns) const {
   const auto after = std::upper_bound(thread.ranges.begin(), thread.ranges.end(), start_ns,
                                       [](uint64_t t, const Range& r) { return t < r.start_ns; });
   std::size_t walked = 0;
   for (auto r = after; r != thread.ranges.begin() && walked < kMaxWalk; ++walked) {
     --r;
     // Ranges nest, so the first one met that holds the call is the innermost that does.
-    if (r->end_ns >= end_ns) return &names_[r->name];
+    if (r->end_ns >= end_ns) return r - thread.ranges.begin();
   }
-  return nullptr;
+  return -1;
+}
+
+const std::string* KinetoCallSites::siteOf(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns) {
+  Thread* thread = sortedThread(thread_id);
+  if (!thread) return nullptr;
+  const int64_t at = innermost(*thread, start_ns, end_ns);
+  return at < 0 ? nullptr : &names_[thread->ranges[static_cast<std::size_t>(at)].name];
+}
+
+void KinetoCallSites::sweepParents(Thread& thread) {
+  for (std::size_t i = thread.parents.size(); i < thread.ranges.size(); ++i) {
+    // An open range that ends before this one does not hold it, nor (ranges nest, and later ones
+    // start later) any range after it.
+    while (!thread.open.empty() && thread.ranges[static_cast<std::size_t>(thread.open.back())].end_ns < thread.ranges[i].end_ns)
+      thread.open.pop_back();
+    thread.parents.push_back(thread.open.empty() ? -1 : thread.open.back());
+    thread.open.push_back(static_cast<int32_t>(i));
+  }
+}
+
+namespace {
+
+// "torch/_tensor.py(30): item" as the recorder's "item\ttorch/_tensor.py\t30\n"; another name is
+// a function with no file and line.
+void appendFrame(std::string& out, std::string_view name) {
+  const std::size_t colon = name.find("): ");
+  const std::size_t open = colon == std::string_view::npos ? std::string_view::npos : name.rfind('(', colon);
+  std::string_view line = open == std::string_view::npos ? std::string_view() : name.substr(open + 1, colon - open - 1);
+  const bool digits = !line.empty() && line.size() <= 9 &&
+                      std::all_of(line.begin(), line.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  std::string_view function = name, file, number = "0";
+  if (digits) function = name.substr(colon + 3), file = name.substr(0, open), number = line;
+  // A tab or newline inside a name would break the text's lines: such names keep their place
+  // with spaces instead.
+  const auto put = [&](std::string_view text) {
+    for (char ch : text) out.push_back(ch == '\t' || ch == '\n' ? ' ' : ch);
+  };
+  put(function);
+  out.push_back('\t');
+  put(file);
+  out.push_back('\t');
+  out.append(number);
+  out.push_back('\n');
+}
+
+}  // namespace
+
+std::string KinetoCallSites::stackOf(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns) {
+  std::string text;
+  Thread* thread = sortedThread(thread_id);
+  if (!thread) return text;
+  int64_t at = innermost(*thread, start_ns, end_ns);
+  if (at >= 0) sweepParents(*thread);
+  for (std::size_t frames = 0; at >= 0; ++frames) {
+    if (frames == kMaxStackFrames) {
+      text += "...\t\t0\n";
+      break;
+    }
+    appendFrame(text, names_[thread->ranges[static_cast<std::size_t>(at)].name]);
+    at = thread->parents[static_cast<std::size_t>(at)];
+  }
+  return text;
 }
 
 }  // namespace gapwatch

@@ -1209,6 +1209,9 @@ class TraceReader {
         // Where in Python it was made: the innermost python_function around it on its thread.
         if (const std::string* site = call_sites_.siteOf(c.thread_id, c.start_ns, c.end_ns)) {
           c.call_site_id = intern(v1::STRING_KIND_CALL_SITE, call_site_names_, *site);
+          // And the whole stack, so that reports name the user's line as they do a recording's.
+          c.python_stack_id = intern(v1::STRING_KIND_PYTHON_STACK, python_stack_names_,
+                                     call_sites_.stackOf(c.thread_id, c.start_ns, c.end_ns));
         }
         ++result_.counts.api_calls;
         if (c.kind == v1::API_KIND_LAUNCH) ++result_.counts.launches;
@@ -1327,6 +1330,7 @@ class TraceReader {
   KinetoHostEvents host_events_;
   KinetoCallSites call_sites_;
   NameTable call_site_names_;
+  NameTable python_stack_names_;
   KinetoHostRanges host_ranges_;
   std::vector<HostRangeEvent> ranges_out_;  // what host_ranges_ kept of one event, reused
   NameTable host_range_names_;

@@ -30,6 +30,10 @@ bool isLibraryFrame(const PythonFrame& frame) {
   const std::string& f = frame.file;
   if (f.find("site-packages/") != std::string::npos || f.find("dist-packages/") != std::string::npos) return true;
   if (f.rfind("<frozen ", 0) == 0) return true;
+  // From a Kineto trace (kineto_call_sites.h): a range with no file ("<built-in method item ...>",
+  // "nn.Module: Linear_0"), and torch's own files, which the profiler writes relative to
+  // site-packages ("torch/_tensor.py"). A recording's files are the interpreter's co_filename.
+  if (f.empty() || f.rfind("torch/", 0) == 0) return true;
   // The standard library: .../lib/python3.X/module.py (and its packages), outside site-packages.
   const std::size_t lib = f.find("/lib/python3.");
   if (lib == std::string::npos) return false;

@@ -26,7 +26,10 @@ struct PythonFrame {
 std::vector<PythonFrame> parsePythonStack(std::string_view text);
 
 // Whether a frame belongs to an installed package (site-packages, dist-packages), the standard
-// library (under lib/python3.X/) or the interpreter's own frozen modules, not to the user's code.
+// library (under lib/python3.X/) or the interpreter's own frozen modules, not to the user's code;
+// in a Kineto trace's stacks also a frame with no file (a built-in, a module range) and torch's
+// files, which the profiler writes relative to site-packages (other packages' relative paths
+// cannot be told from the user's and count as the user's).
 bool isLibraryFrame(const PythonFrame& frame);
 
 // The index of the frame a report names: the innermost user frame, else (a stack of library code

@@ -566,12 +566,21 @@ TEST_CASE("python_function events give the calls their call sites", "[kineto]") 
   CHECK(site(got.calls[0]) == "train.py(12): step");
   CHECK(site(got.calls[1]) == "torch/_tensor.py(30): item");
   CHECK(got.calls[2].call_site_id == 0);  // thread 2 ran no Python range
+  // The whole stacks, innermost first, in the recorder's text.
+  const auto stack = [&](const ApiCallEvent& c) {
+    const std::string* text = got.strings.find(v1::STRING_KIND_PYTHON_STACK, c.python_stack_id);
+    return text ? *text : std::string("(none)");
+  };
+  CHECK(stack(got.calls[0]) == "step\ttrain.py\t12\nmain\ttrain.py\t40\n");
+  CHECK(stack(got.calls[1]) == "item\ttorch/_tensor.py\t30\nstep\ttrain.py\t12\nmain\ttrain.py\t40\n");
+  CHECK(got.calls[2].python_stack_id == 0);
   // And the report has them: the sync point's call site, and "call sites" no longer missing.
   MemoryByteSource source(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(t.data()), t.size()));
   const Analysed a = analyse(source);
   bool found = false;
   for (const analysis::SyncTypeStats& s : a.analysis.sync_points) {
-    for (const analysis::CallSite& c : s.top_call_sites) found = found || c.name == "torch/_tensor.py(30): item";
+    // Named as a recording's are: the user's line, torch's frame folded beneath it.
+    for (const analysis::CallSite& c : s.top_call_sites) found = found || c.name == "train.py:12 in step (via torch/_tensor.py:30 in item)";
   }
   CHECK(found);
   const auto& missing = a.analysis.source.not_in_trace;
