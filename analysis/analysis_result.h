@@ -276,6 +276,9 @@ struct Finding {              // one cause the diagnosis found, with its evidenc
   double idle_share = 0;      // of the process's total idle
   std::vector<std::pair<std::string, std::string>> evidence;  // name -> value, as printed
   std::string fix;
+  // The user's Python line the finding points at (the line its fix starts at, or where the host
+  // came back after long host gaps), "" when the calls carry no Python stacks.
+  std::string python_site;
   // Added for `gapwatch report --json`: the evidence as numbers, key -> value. Keys say their
   // unit: *_ns nanoseconds, *_fraction 0..1, *_per_second, *_per_step, else a count
   // (docs/report-json.md).

@@ -41,6 +41,7 @@ class FindingBuilder {
   }
   void number(std::string key, double value) { finding_.numbers.emplace_back(std::move(key), value); }
   void fix(std::string text) { finding_.fix = std::move(text); }
+  void pythonSite(std::string site) { finding_.python_site = std::move(site); }
   Finding take() { return std::move(finding_); }
 
  private:
@@ -106,14 +107,16 @@ std::string siteCostText(const CallSite& c, uint64_t steps) {
   return text + ", " + formatDuration(c.total_ns) + " blocked, " + formatDuration(c.idle_after_ns) + " idle after";
 }
 
-// The line a fix should start at: the costliest Python site of the types it advises on.
-std::string siteToStartAt(const std::vector<const SyncTypeStats*>& types, uint64_t steps) {
+// The line a fix should start at: the costliest Python site of the types it advises on, which
+// becomes the finding's python_site.
+std::string siteToStartAt(FindingBuilder& f, const std::vector<const SyncTypeStats*>& types, uint64_t steps) {
   const CallSite* best = nullptr;
   for (const SyncTypeStats* s : types) {
     const CallSite* c = topPythonSite(*s);
     if (c && (!best || c->total_ns + c->idle_after_ns > best->total_ns + best->idle_after_ns)) best = c;
   }
   if (!best) return "";
+  f.pythonSite(best->name);
   return "Start at " + best->name + " (" + siteCostText(*best, steps) + "). ";
 }
 
@@ -235,6 +238,7 @@ void addLongHostGapEvidence(FindingBuilder& f, const ProcessAnalysis& p, const A
                                       formatCount(gaps) + " host gaps of " + formatDuration(o.long_host_gap_ns) +
                                       " or more (" + formatDuration(top.host_cpu_ns) + " of host time): what kept "
                                       "the host ran just before it");
+  f.pythonSite(top.name);
   f.number("long_host_gaps", static_cast<double>(gaps));
   f.number("long_host_gaps_at_top_site", static_cast<double>(top.gaps));
 }
@@ -342,7 +346,7 @@ Finding pageableCopies(const ProcessAnalysis& p, const IdleExplanation& x) {
   f.number("device_copies", static_cast<double>(copies));
   std::string fix = syncAdviceInOrder(copies_by_time);
   if (!reads) fix += " Gather many small tensors into one buffer and copy it once.";
-  if (!fix.empty()) fix = siteToStartAt(copies_by_time, p.steps.steps) + fix;
+  if (!fix.empty()) fix = siteToStartAt(f, copies_by_time, p.steps.steps) + fix;
   f.fix(fix.empty() ? "Copy from pinned memory: DataLoader(pin_memory=True) and tensor.to(device, non_blocking=True)."
                     : fix);
   return f.take();
@@ -459,7 +463,7 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
   // Without a drainer (estimated split) there is no type to follow: the general advice.
   f.fix(advised.empty() ? "Take sync points out of the step: read values every N steps, copy with "
                           "non_blocking=True from pinned memory."
-                        : siteToStartAt(advised, p.steps.steps) + syncAdviceInOrder(advised));
+                        : siteToStartAt(f, advised, p.steps.steps) + syncAdviceInOrder(advised));
   return f.take();
 }
 

@@ -34,6 +34,7 @@ std::optional<TopFinding> topFindingOf(const std::vector<Finding>& findings) {
     top.title = f.title;
     top.idle_ns = f.idle_ns;
     top.idle_share = f.idle_share;
+    top.python_site = f.python_site;
     return top;
   }
   return std::nullopt;

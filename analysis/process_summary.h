@@ -43,6 +43,7 @@ struct TopFinding {
   std::string cause;  // causeOfFinding(id): the idle cause it stands for, "" when none
   uint64_t idle_ns = 0;    // the idle time it explains
   double idle_share = 0;   // idle_ns / the process's idle time
+  std::string python_site;  // Finding::python_site: the user's line it points at, "" when none
 };
 
 // The finding a verdict names among `findings` (diagnose()'s, in rank order): the first that

@@ -34,7 +34,9 @@ std::string statusJsonLine(const CollectorStatus& status) {
         {"idle_fraction", s.idle_fraction},
         {"idle_by_cause_ns", causes},
         {"top_finding", top ? ordered_json{{"id", top->id}, {"title", top->title}, {"cause", top->cause},
-                                           {"idle_share", top->idle_share}}
+                                           {"idle_share", top->idle_share},
+                                           {"python_site", top->python_site.empty() ? ordered_json(nullptr)
+                                                                                   : ordered_json(top->python_site)}}
                             : ordered_json(nullptr)},
         {"steps", s.steps},
         {"step_median_ns", s.step_median_ns},

@@ -95,7 +95,8 @@ json findingJson(const analysis::Finding& f) {
           {"idle_share", f.idle_share},
           {"evidence", evidence},
           {"numbers", numbers},
-          {"fix", f.fix}};
+          {"fix", f.fix},
+          {"python_site", f.python_site.empty() ? json(nullptr) : json(f.python_site)}};
 }
 
 json gapActivityJson(const analysis::GapActivity& a) {

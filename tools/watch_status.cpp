@@ -73,6 +73,9 @@ WatchProcess readProcess(const json& p, const std::string& where) {
     if (!top.is_object()) throw Bad{where + "top_finding is neither an object nor null"};
     out.top_finding = stringField(top, where + "top_finding.", "id");
     out.top_finding_title = stringField(top, where + "top_finding.", "title");
+    // Optional: a collector older than Python stacks does not send it.
+    if (top.contains("python_site") && !top["python_site"].is_null())
+      out.top_finding_site = stringField(top, where + "top_finding.", "python_site");
   }
   out.steps = unsignedField(p, where, "steps");
   out.step_median_ns = unsignedField(p, where, "step_median_ns");

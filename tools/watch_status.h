@@ -28,6 +28,7 @@ struct WatchProcess {
   std::vector<std::pair<std::string, uint64_t>> idle_by_cause_ns;
   // The finding the report's verdict names (its id and title); none while none passes its threshold.
   std::optional<std::string> top_finding, top_finding_title;
+  std::optional<std::string> top_finding_site;  // the user's Python line it points at
   uint64_t steps = 0, step_median_ns = 0, sync_points = 0;
   double syncs_per_step = 0;
   uint64_t launches = 0, nccl_comm_ns = 0;

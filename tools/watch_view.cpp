@@ -47,6 +47,10 @@ std::string idleText(uint64_t window_ns, double fraction) {
 std::string rankText(const WatchProcess& p) { return p.rank ? std::to_string(*p.rank) : "-"; }
 
 std::string topFindingText(const WatchProcess& p) { return p.top_finding ? printable(*p.top_finding) : "-"; }
+// The plain view's: the finding, and the Python line it points at when there is one.
+std::string topFindingWithSite(const WatchProcess& p) {
+  return topFindingText(p) + (p.top_finding_site ? " at " + printable(*p.top_finding_site) : "");
+}
 
 std::string stepText(const WatchProcess& p) { return p.step_median_ns ? formatDuration(p.step_median_ns) : "-"; }
 
@@ -136,7 +140,7 @@ std::vector<std::string> plainView(const WatchStatus& status, const WatchViewOpt
   for (const WatchProcess& p : status.processes) {
     lines.push_back("  rank " + rankText(p) + "  pid " + std::to_string(p.pid) + "  " +
                     (p.running ? "running" : "ended") + "  idle " + idleText(p.window_ns, p.idle_fraction) +
-                    "  top " + topFindingText(p) + "  step " + stepText(p) + "  syncs/step " + syncsPerStepText(p) +
+                    "  top " + topFindingWithSite(p) + "  step " + stepText(p) + "  syncs/step " + syncsPerStepText(p) +
                     "  launches " + formatCount(p.launches) + "  nccl " + formatDuration(p.nccl_comm_ns) +
                     "  events " + formatCount(p.events) + "  drops " + formatCount(p.drops));
   }

@@ -500,6 +500,7 @@ class CollectorTest(unittest.TestCase):
             if top:
                 self.assertEqual(p["top_finding"]["title"], top["title"])
                 self.assertEqual(p["top_finding"]["cause"], top["cause"])
+                self.assertEqual(p["top_finding"]["python_site"], top["python_site"])
             self.assertGreater(p["events"], 0)
         self.assertNotIn("refused", collector.log())
         watcher.close()

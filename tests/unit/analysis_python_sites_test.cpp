@@ -135,6 +135,7 @@ TEST_CASE("the sync finding's fix starts at the costliest Python line, and host 
   const Finding* sync = findingOf(p, kFindingSyncPoints);
   REQUIRE(sync != nullptr);
   CHECK(sync->fix.rfind(std::string("Start at ") + kStepSite + " (6 calls", 0) == 0);
+  CHECK(sync->python_site == kStepSite);
   const std::string* most_at = evidenceOf(*sync, "stream synchronize, most at");
   REQUIRE(most_at != nullptr);
   CHECK(most_at->rfind(std::string(kStepSite) + ": 6 calls", 0) == 0);
@@ -145,6 +146,7 @@ TEST_CASE("the sync finding's fix starts at the costliest Python line, and host 
   const std::string* back = evidenceOf(*host, "host came back at");
   REQUIRE(back != nullptr);
   CHECK(back->rfind(std::string(kResumeSite) + ", the first launch after 6 of the 6 host gaps", 0) == 0);
+  CHECK(host->python_site == kResumeSite);
 }
 
 TEST_CASE("without Python stacks the fix names no line") {
@@ -159,6 +161,7 @@ TEST_CASE("without Python stacks the fix names no line") {
   const Finding* sync = findingOf(p, kFindingSyncPoints);
   REQUIRE(sync != nullptr);
   CHECK(sync->fix.find("Start at") == std::string::npos);
+  CHECK(sync->python_site.empty());
   CHECK(streamSyncs(p).top_call_sites.at(0).name == kCallSiteNotRecorded);
 }
 
