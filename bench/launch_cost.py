@@ -6,7 +6,13 @@ CUPTI enter callback(s), nothing, the exit callback(s), so a profiler's nanoseco
 what is timed. Each configuration is run --repeats times, all configurations interleaved, so machine
 noise hits every one alike; each run times --launches launches per thread (CPU time of the launching
 thread, median over threads). Printed per configuration: median, p10 and p90 over the runs, the
-median added over plain, and the callbacks fired per launch. Never asserts a time: a benchmark."""
+median added over plain, and the callbacks fired per launch. Never asserts a time: a benchmark.
+
+--baseline-lib PATH: another build's libgapwatch.so (an older commit's, built in a worktree) is
+measured in the same runs as this build's, each gapwatch configuration once with each library,
+interleaved; printed as extra "baseline" rows, and at the end as this build's / the baseline's
+ns per launch: the median of the per-run ratios (each run beside its baseline run), the
+difference of the medians and the ratio of the p10s (the least disturbed runs)."""
 import argparse
 import os
 import re
@@ -21,6 +27,8 @@ ap.add_argument("--repeats", type=int, default=15)
 ap.add_argument("--launches", type=int, default=50000, help="per thread and run")
 ap.add_argument("--threads", default="1,4,16")
 ap.add_argument("--pace-ns", type=int, default=0, help="start a launch every N ns; 0: back to back")
+ap.add_argument("--baseline-lib", metavar="PATH",
+                help="another libgapwatch.so (e.g. an older commit's), measured beside this build's in the same runs")
 args = ap.parse_args()
 
 build = os.path.abspath(args.build)
@@ -28,9 +36,11 @@ bench = os.path.join(build, "bin", "fast_launch_bench")
 lib = os.path.join(build, "lib", "libgapwatch.so")
 cupti = os.path.join(build, "bench", "fastcuda", "lib", "libcupti.so.13")
 null = os.path.join(build, "lib", "libnull_cupti_subscriber.so")
-for path in (bench, lib, cupti, null):
+baseline = os.path.abspath(args.baseline_lib) if args.baseline_lib else None
+for path in (bench, lib, cupti, null) + ((baseline,) if baseline else ()):
     if not os.path.exists(path):
         sys.exit("launch_cost.py: %s is missing: build first (scripts/setup.sh)" % path)
+gapwatch_libs = (lib, baseline) if baseline else (lib,)
 
 # (name, environment, APIs it is measured on). Symbol hooks see runtime launches only.
 CONFIGS = [
@@ -40,11 +50,22 @@ CONFIGS = [
      ("runtime",)),
     ("CUPTI, empty, driver ids only", {"CUDA_INJECTION64_PATH": null, "NULL_SUBSCRIBER_DOMAINS": "driver"},
      ("runtime", "driver")),
-    ("gapwatch (CUPTI)", {"LD_PRELOAD": lib}, ("runtime", "driver")),
-    # Loaded by the driver alone: the CUPTI probe without the runtime hooks around the call.
-    ("gapwatch (CUPTI, injection)", {"CUDA_INJECTION64_PATH": lib}, ("runtime", "driver")),
-    ("gapwatch (symbol hooks)", {"LD_PRELOAD": lib, "GAPWATCH_PROBES": "symbols"}, ("runtime",)),
 ]
+
+
+def gapwatch_configs(library, label):
+    return [
+        ("%s (CUPTI)" % label, {"LD_PRELOAD": library}, ("runtime", "driver")),
+        # Loaded by the driver alone: the CUPTI probe without the runtime hooks around the call.
+        ("%s (CUPTI, injection)" % label, {"CUDA_INJECTION64_PATH": library}, ("runtime", "driver")),
+        ("%s (symbol hooks)" % label, {"LD_PRELOAD": library, "GAPWATCH_PROBES": "symbols"}, ("runtime",)),
+    ]
+
+
+GAPWATCH = gapwatch_configs(lib, "gapwatch")
+BASELINE = gapwatch_configs(baseline, "baseline") if baseline else []
+# Each baseline configuration runs right beside its own (and, on odd runs, before it).
+CONFIGS += [c for pair in zip(GAPWATCH, BASELINE) for c in pair] if baseline else GAPWATCH
 LINE = re.compile(r"callbacks_per_launch=([\d.]+) ns_per_launch=([\d.]+)")
 RECORDED = re.compile(r"recorded (\d+) events(?: \((\d+) lost\))?")
 
@@ -71,7 +92,7 @@ def run(threads, api, extra, workdir):
     for name in os.listdir(workdir):
         os.remove(os.path.join(workdir, name))
     lost = 0
-    if extra.get("LD_PRELOAD") == lib or extra.get("CUDA_INJECTION64_PATH") == lib:
+    if extra.get("LD_PRELOAD") in gapwatch_libs or extra.get("CUDA_INJECTION64_PATH") in gapwatch_libs:
         r = RECORDED.search(out.stderr)
         if not r:
             sys.exit("launch_cost.py: gapwatch did not record: %s" % out.stderr.strip()[-400:])
@@ -97,6 +118,7 @@ print("%-31s %-7s %3s %9s %8s %8s %9s %8s %6s %8s" % ("configuration", "api", "t
 threads_list = [int(t) for t in args.threads.split(",")]
 summary = {}
 summary_p10 = {}  # the least disturbed runs: machine noise only ever adds time
+paired = {}  # (name, api, threads) -> per-run ratios, this build's over the baseline's
 total_lost = 0
 with tempfile.TemporaryDirectory() as d:
     for threads in threads_list:
@@ -105,13 +127,16 @@ with tempfile.TemporaryDirectory() as d:
             samples = {n: [] for n, _ in configs}
             cbs = {}
             lost_by = {n: 0 for n, _ in configs}
-            for _ in range(args.repeats):
-                for name, extra in configs:
+            for repeat in range(args.repeats):
+                for name, extra in (configs[::-1] if baseline and repeat % 2 else configs):
                     ns, cb, lost = run(threads, api, extra, d)
                     samples[name].append(ns)
                     cbs[name] = cb
                     lost_by[name] += lost
                     total_lost += lost
+            for (name, _, _), (bname, _, _) in zip(GAPWATCH, BASELINE):
+                if name in samples:
+                    paired[(name, api, threads)] = [a / b for a, b in zip(samples[name], samples[bname])]
             base = statistics.median(samples["plain"])
             for name, _ in configs:
                 xs = samples[name]
@@ -135,3 +160,17 @@ for threads in threads_list:
     hooks10 = summary_p10[("gapwatch (symbol hooks)", "runtime", threads)] - summary_p10[("plain", "runtime", threads)]
     print("%2d thread(s), runtime launch: gapwatch's cost with the symbol hooks (hooks - plain) = %.1f ns/launch "
           "(medians), %.1f (p10s)" % (threads, hooks, hooks10))
+if baseline:
+    print("this build's library against the baseline (%s), the same runs interleaved:" % baseline)
+    for threads in threads_list:
+        for api in ("runtime", "driver"):
+            for (name, _, apis), (bname, _, _) in zip(GAPWATCH, BASELINE):
+                if api not in apis:
+                    continue
+                ratios = paired[(name, api, threads)]
+                diff = summary[(name, api, threads)] - summary[(bname, api, threads)]
+                p10 = summary_p10[(name, api, threads)] / summary_p10[(bname, api, threads)]
+                print("%2d thread(s), %-7s launch, %-17s this build / baseline = %.3fx (median of per-run ratios; "
+                      "their p10 %.3f, p90 %.3f), %+.1f ns/launch (medians); p10s: %.3fx" %
+                      (threads, api, name[len("gapwatch ("):-1] + ":", statistics.median(ratios), pct(ratios, 0.1),
+                       pct(ratios, 0.9), diff, p10))
