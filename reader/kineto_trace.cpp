@@ -78,17 +78,21 @@ bool microsToNs(std::string_view text, uint64_t& ns) {
   return true;
 }
 
-// An integer (optionally negative); a float with no fractional part ("7.0") is accepted too.
+// An integer (optionally negative) that fits int64; a float with no fractional part ("7.0") is
+// accepted too. Anything past int64's range is refused rather than wrapped into another number.
 bool parseInt(std::string_view text, int64_t& value) {
   text = trimRight(text);
   bool negative = false;
   std::size_t i = 0;
   if (i < text.size() && text[i] == '-') negative = true, ++i;
   if (i >= text.size() || text[i] < '0' || text[i] > '9') return false;
+  // INT64_MAX, or the magnitude of INT64_MIN.
+  const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
   uint64_t v = 0;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    if (v > (uint64_t{1} << 62)) return false;
-    v = v * 10 + static_cast<uint64_t>(text[i] - '0');
+    const auto digit = static_cast<uint64_t>(text[i] - '0');
+    if (v > (limit - digit) / 10) return false;
+    v = v * 10 + digit;
     ++i;
   }
   if (i < text.size() && text[i] == '.') {
@@ -96,7 +100,7 @@ bool parseInt(std::string_view text, int64_t& value) {
     while (i < text.size() && text[i] == '0') ++i;
   }
   if (i != text.size()) return false;
-  value = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  value = negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
   return true;
 }
 

@@ -320,6 +320,13 @@ TEST_CASE("malformed traces are refused with one line", "[kineto]") {
   checkRefused(R"({"traceEvents": [{"ph": 7, "cat": "kernel", "ts": 1}]})", "traceEvents[0].ph is not a string");
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"correlation": "x"}}]})",
                "traceEvents[0].args.correlation is not a number");
+  // Integers past int64 are refused, not wrapped into another number (2e19 wrapped to 1553255926290448384).
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"correlation": 20000000000000000000}}]})",
+               "traceEvents[0].args.correlation is not an integer (20000000000000000000)");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"stream": 9223372036854775808}}]})",
+               "traceEvents[0].args.stream is not an integer (9223372036854775808)");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"device": -9223372036854775809}}]})",
+               "traceEvents[0].args.device is not an integer");
   checkRefused(R"({"traceEvents": []} trailing)", "trailing data after the top-level JSON object (byte 20)");
   checkRefused(R"({"traceEvents": []}})", "trailing data");
   checkRefused(R"({"traceEvents": [])", "cut short in the top-level object");
@@ -346,6 +353,19 @@ TEST_CASE("malformed traces are refused with one line", "[kineto]") {
   checkRefused(corrupt, "");
   checkRefused(gz + "garbage after the last member", "gzip stream is corrupt");
   checkRefused(gzip("GAPWATCH"), "not a JSON object");
+}
+
+TEST_CASE("integers at int64's limits are read exactly", "[kineto]") {
+  Collected got;
+  const KinetoReadResult r = readText(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+      "ts": 10, "dur": 5, "args": {"stream": 9223372036854775807, "correlation": 18, "device": 0}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": -9223372036854775808, "ts": 8, "dur": 1,
+      "args": {"correlation": 18}}]})", got);
+  REQUIRE(r.read.ok());
+  REQUIRE(got.activities.size() == 1);
+  CHECK(got.activities[0].stream == 9223372036854775807ull);
+  REQUIRE(got.calls.size() == 1);
+  CHECK(got.calls[0].correlation_id == 18);
 }
 
 TEST_CASE("skipped events are not checked", "[kineto]") {
