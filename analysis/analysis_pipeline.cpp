@@ -61,6 +61,12 @@ void AnalysisPipeline::beginStages() {
   for (auto& stage : stages_) stage->begin(facts_);
 }
 
+void AnalysisPipeline::noteLateRank(int32_t rank, std::optional<int32_t> world_size) {
+  if (!hello_ || hello_->has_rank()) return;
+  hello_->set_rank(rank);
+  if (world_size) hello_->set_world_size(*world_size);
+}
+
 void AnalysisPipeline::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
   if (hello_) return;  // the first Hello describes the stream
   hello_ = hello;

@@ -27,6 +27,7 @@
 #include "reader/stream_decoder.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ class ProcessAnalyser final : public RecordingVisitor {
   void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override;
 
   ProcessOutcome finish(const ReadResult& read, const StreamHealth& health);
+  // A rank learnt after the events (a trace's distributedInfo after traceEvents:
+  // KinetoReadResult::late_rank), for a Hello that had none. Before finish().
+  void noteLateRank(int32_t rank, std::optional<int32_t> world_size);
 
   // While the stream goes on: AnalysisPipeline::snapshot() (no diagnosis, no hang).
   ProcessAnalysis snapshot() const { return pipeline_.snapshot(); }

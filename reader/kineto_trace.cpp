@@ -769,6 +769,7 @@ class Feed {
   void define(v1::StringKind kind, uint32_t id, std::string text) { strings_.push_back({kind, id, std::move(text)}); }
   void setCpuPid(uint32_t pid) { cpu_pid_ = pid; }
   bool helloSent() const { return hello_sent_; }
+  bool helloHadRank() const { return hello_had_rank_; }
 
   // The end of traceEvents: everything still held goes out.
   std::optional<std::string> finish() {
@@ -902,6 +903,7 @@ class Feed {
     hello.set_pid(cpu_pid_);
     hello.set_host("");
     if (meta_.rank) hello.set_rank(*meta_.rank);
+    hello_had_rank_ = meta_.rank.has_value();
     if (meta_.world_size) hello.set_world_size(*meta_.world_size);
     hello.add_probes(v1::PROBE_CUPTI_ACTIVITY);
     hello.set_clock(v1::CLOCK_DOMAIN_KINETO_US);
@@ -941,6 +943,7 @@ class Feed {
   uint64_t api_calls_ = 0, activities_ = 0, markers_ = 0, nccl_calls_ = 0;
   uint32_t cpu_pid_ = 0;
   bool hello_sent_ = false;
+  bool hello_had_rank_ = false;
 };
 
 // --- the reader ----------------------------------------------------------------------------------
@@ -967,6 +970,10 @@ class TraceReader {
     holdNcclCalls();
     result_.counts.host = host_events_.counts();
     GW_TRY(feed_.finish());
+    if (options_.rank_at_end && !feed_.helloHadRank() && meta_.rank) {
+      result_.late_rank = meta_.rank;
+      result_.late_world_size = meta_.world_size;
+    }
     feed_.goodbye();
     return std::nullopt;
   }
@@ -1293,7 +1300,8 @@ class TraceReader {
   // walks the top level (traceEvents skipped by the splitter) finds it.
   std::optional<std::string> completeMetadata(uint64_t first_ns) {
     const bool relative = std::min(first_used_ns_, first_ns) < kEpochTimesFromNs;
-    const bool missing = !meta_.has_distributed_info || (relative && !meta_.has_base_time && options_.wall_clock);
+    const bool missing = (!meta_.has_distributed_info && !options_.rank_at_end) ||
+                         (relative && !meta_.has_base_time && options_.wall_clock);
     if (!missing || !options_.reopen) return std::nullopt;
     std::unique_ptr<ByteSource> again = options_.reopen();
     if (!again) return std::nullopt;

@@ -81,6 +81,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -121,6 +122,12 @@ struct KinetoReadOptions {
   // trace (gapwatch import) keeps it; the report does not show it, so reading for a report
   // leaves it 0 (unknown) instead. A late distributedInfo (rank, world size) is always looked for.
   bool wall_clock = true;
+  // Whether a distributedInfo after traceEvents may be handed over at the end, in
+  // KinetoReadResult::late_rank, instead of reading the trace a second time for it before the
+  // Hello. The report shows the rank only at the end, so it takes it from there; a recording
+  // written from the trace (gapwatch import) needs it in its Hello. Without it, every trace that
+  // has no distributedInfo at all (every single-GPU one) was read twice.
+  bool rank_at_end = false;
 };
 
 struct KinetoReadResult {
@@ -131,6 +138,9 @@ struct KinetoReadResult {
   // (AnalysisPipeline does, until ProcessAnalyser::finish), so it lives as long as this result,
   // as a StreamDecoder's table lives as long as the decoder.
   std::shared_ptr<const StringTable> strings;
+  // KinetoReadOptions::rank_at_end: the distributedInfo found after traceEvents, which the Hello
+  // (sent before it was read) lacks.
+  std::optional<int32_t> late_rank, late_world_size;
 };
 
 // Reads a whole trace from `source` and hands it to `visitor` as it goes.

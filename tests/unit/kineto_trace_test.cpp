@@ -43,9 +43,9 @@ struct Collected : RecordingVisitor {
   void onGoodbye(const v1::Goodbye& g, uint64_t) override { goodbye = g; }
 };
 
-KinetoReadResult readText(const std::string& text, Collected& out) {
+KinetoReadResult readText(const std::string& text, Collected& out, const KinetoReadOptions& options = {}) {
   MemoryByteSource source(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-  return readKinetoTrace(source, out);
+  return readKinetoTrace(source, out, options);
 }
 
 std::string gzip(const std::string& text) {
@@ -262,6 +262,50 @@ TEST_CASE("the content decides: a .gwt magic is not a trace", "[kineto]") {
   CHECK_FALSE(looksLikeKinetoTrace(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(gwt.data()), gwt.size())));
   const std::string json = "\n  {\"traceEvents\": []}";
   CHECK(looksLikeKinetoTrace(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(json.data()), json.size())));
+}
+
+TEST_CASE("for a report, a late distributedInfo comes at the end: a trace without one is read once", "[kineto]") {
+  std::string kernels;
+  for (int i = 0; i < 5000; ++i) {
+    kernels += R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" + std::to_string(100 + 10 * i) +
+               R"(, "dur": 5, "args": {"stream": 7}},)";
+  }
+  KinetoReadOptions report;
+  report.wall_clock = false;
+  report.rank_at_end = true;
+  report.reopen = []() -> std::unique_ptr<ByteSource> { FAIL("reopened"); return nullptr; };
+  {
+    // A single-GPU trace: no distributedInfo anywhere. It used to be read a second time for one.
+    Collected got;
+    const KinetoReadResult r = readText(R"({"traceEvents": [)" + kernels + R"({"ph": "i", "name": "end"}]})", got, report);
+    REQUIRE(r.read.ok());
+    CHECK(r.counts.metadata_passes == 1);
+    CHECK_FALSE(r.late_rank);
+    CHECK_FALSE(got.hello->has_rank());
+  }
+  {
+    Collected got;
+    const KinetoReadResult r = readText(R"({"traceEvents": [)" + kernels +
+                                            R"({"ph": "i", "name": "end"}], "distributedInfo": {"rank": 5, "world_size": 8}})",
+                                        got, report);
+    REQUIRE(r.read.ok());
+    CHECK(r.counts.metadata_passes == 1);
+    REQUIRE(r.late_rank);
+    CHECK(*r.late_rank == 5);
+    CHECK(r.late_world_size == 8);
+    CHECK_FALSE(got.hello->has_rank());  // sent before the end was read
+  }
+  // The report takes the late rank.
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "gapwatch_kineto_test_late_rank.json";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << R"({"traceEvents": [)" << kernels << R"({"ph": "i", "name": "end"}], "distributedInfo": {"rank": 5, "world_size": 8}})";
+  }
+  const analysis::RunReport run = analysis::analyseRecordingFiles({path.string()}, analysis::AnalysisOptions{});
+  std::filesystem::remove(path);
+  REQUIRE(run.analysis.processes.size() == 1);
+  REQUIRE(run.analysis.processes[0].rank);
+  CHECK(*run.analysis.processes[0].rank == 5);
 }
 
 TEST_CASE("the standard analysis runs on a trace file", "[kineto]") {
