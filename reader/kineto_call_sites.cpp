@@ -1,9 +1,18 @@
 // reader/kineto_call_sites.cpp: see kineto_call_sites.h.
 #include "reader/kineto_call_sites.h"
 
+#include "reader/ordered_appends.h"
+
 #include <algorithm>
 
 namespace gapwatch {
+
+bool KinetoCallSites::outerFirst(const Range& a, const Range& b) {
+  // Outer before inner at one start, so that walking back meets the inner range first. A child
+  // that starts in its parent's microsecond is often written first (Kineto writes a range when it
+  // ends): the order must be checked on the whole key, not the start alone.
+  return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+}
 
 void KinetoCallSites::onPythonFunction(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns, std::string_view name) {
   if (count_ >= kMaxRanges) {
@@ -13,8 +22,8 @@ void KinetoCallSites::onPythonFunction(uint32_t thread_id, uint64_t start_ns, ui
   auto [it, added] = name_ids_.try_emplace(std::string(name), static_cast<uint32_t>(names_.size()));
   if (added) names_.emplace_back(name);
   Thread& thread = threads_[thread_id];
-  if (!thread.ranges.empty() && start_ns < thread.ranges.back().start_ns) thread.sorted = false;
   thread.ranges.push_back({start_ns, std::max(start_ns, end_ns), it->second});
+  noteAppended(thread.ranges, thread.in_order, outerFirst);
   ++count_;
 }
 
@@ -22,14 +31,18 @@ KinetoCallSites::Thread* KinetoCallSites::sortedThread(uint32_t thread_id) {
   auto it = threads_.find(thread_id);
   if (it == threads_.end()) return nullptr;
   Thread& thread = it->second;
-  if (!thread.sorted) {
-    // Outer before inner at one start, so that walking back meets the inner range first.
-    std::sort(thread.ranges.begin(), thread.ranges.end(), [](const Range& a, const Range& b) {
-      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
-    });
-    thread.sorted = true;
-    thread.parents.clear();
+  const std::size_t moved = putInOrder(thread.ranges, thread.in_order, outerFirst);
+  reordered_ += moved;
+  const std::size_t from = thread.ranges.size() - moved;
+  if (moved > 0 && from < thread.parents.size()) {
+    // The parents of the ranges before `from` still hold; the sweep's stack after them is the
+    // chain from the last of them out to its outermost parent.
+    thread.parents.resize(from);
     thread.open.clear();
+    for (int64_t at = static_cast<int64_t>(from) - 1; at >= 0; at = thread.parents[static_cast<std::size_t>(at)]) {
+      thread.open.push_back(static_cast<int32_t>(at));
+    }
+    std::reverse(thread.open.begin(), thread.open.end());
   }
   return &thread;
 }

@@ -43,6 +43,8 @@ class KinetoCallSites {
   static constexpr std::size_t kMaxStackFrames = 128;
 
   uint64_t ranges() const { return count_; }
+  // Ranges sorted or merged into order so far: 0 when each thread's are written in order.
+  uint64_t reordered() const { return reordered_; }
   bool capped() const { return capped_; }
 
  private:
@@ -53,15 +55,17 @@ class KinetoCallSites {
   struct Thread {
     std::vector<Range> ranges;
     // parents[i]: index of ranges[i]'s parent or -1, for the first parents.size() ranges; `open`
-    // the sweep's stack after them. Both start again whenever a sort moves the ranges.
+    // the sweep's stack after them. Both are cut back to where a sort moved the ranges.
     std::vector<int32_t> parents;
     std::vector<int32_t> open;
-    bool sorted = true;
+    std::size_t in_order = 0;  // the first in_order ranges are in order (reader/ordered_appends.h)
   };
+  static bool outerFirst(const Range& a, const Range& b);
   Thread* sortedThread(uint32_t thread_id);
   // Index of the innermost range of `thread` that holds [start_ns, end_ns], or -1.
   int64_t innermost(const Thread& thread, uint64_t start_ns, uint64_t end_ns) const;
   static void sweepParents(Thread& thread);
+  uint64_t reordered_ = 0;
   std::unordered_map<uint32_t, Thread> threads_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;

@@ -1,7 +1,10 @@
 // reader/kineto_host_events.cpp: see kineto_host_events.h.
 #include "reader/kineto_host_events.h"
 
+#include "reader/ordered_appends.h"
+
 #include <algorithm>
+#include <functional>
 
 namespace gapwatch {
 namespace {
@@ -210,13 +213,22 @@ std::vector<NcclCallEvent> KinetoHostEvents::takeNcclCalls() {
   // Per thread, every comms call's range so far, by start: an annotation is inside one when the
   // last range that starts at or before it also ends at or after it (c10d's ranges of one thread
   // do not overlap). Kept across takes, so that a later annotation is checked against them all.
-  for (const NcclCallEvent& c : comms_calls_) comms_ranges_[c.thread_id].push_back({c.start_ns, c.end_ns});
-  for (auto& [thread, ranges] : comms_ranges_) std::sort(ranges.begin(), ranges.end());
+  // Only the threads with new ranges are put in order, and only from where the new ones go.
+  const auto less = std::less<std::pair<uint64_t, uint64_t>>();
+  for (const NcclCallEvent& c : comms_calls_) {
+    ThreadRanges& thread = comms_ranges_[c.thread_id];
+    thread.ranges.push_back({c.start_ns, c.end_ns});
+    noteAppended(thread.ranges, thread.in_order, less);
+  }
+  for (const NcclCallEvent& c : comms_calls_) {
+    ThreadRanges& thread = comms_ranges_[c.thread_id];
+    counts_.comms_ranges_reordered += putInOrder(thread.ranges, thread.in_order, less);
+  }
   std::vector<NcclCallEvent> calls = std::move(comms_calls_);
   for (const NcclCallEvent& a : annotation_calls_) {
     bool inside = false;
     if (const auto it = comms_ranges_.find(a.thread_id); it != comms_ranges_.end()) {
-      const auto& ranges = it->second;
+      const auto& ranges = it->second.ranges;
       const auto after = std::upper_bound(ranges.begin(), ranges.end(), std::pair{a.start_ns, UINT64_MAX});
       inside = after != ranges.begin() && (after - 1)->second >= a.end_ns;
     }
@@ -224,6 +236,7 @@ std::vector<NcclCallEvent> KinetoHostEvents::takeNcclCalls() {
     ++counts_.annotation_calls;
     calls.push_back(a);
   }
+  // What this take hands over only (the calls since the last take), not what came before.
   std::stable_sort(calls.begin(), calls.end(), by_start);
   comms_calls_.clear();
   annotation_calls_.clear();

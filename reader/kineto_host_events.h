@@ -82,6 +82,7 @@ struct KinetoHostCounts {
   uint64_t annotation_calls = 0;    // of them, NCCL calls (not inside a record_param_comms call)
   uint64_t polls = 0;               // query calls seen
   uint64_t poll_runs = 0;           // QUERY calls handed on, each a run of polls
+  uint64_t comms_ranges_reordered = 0;  // ranges sorted or merged into order (0 for a trace in order)
 };
 
 class KinetoHostEvents {
@@ -108,8 +109,13 @@ class KinetoHostEvents {
  private:
   std::vector<NcclCallEvent> comms_calls_;
   std::vector<NcclCallEvent> annotation_calls_;
-  // Per thread: the [start, end) of every record_param_comms call so far.
-  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> comms_ranges_;
+  // Per thread: the [start, end) of every record_param_comms call so far, in order (the first
+  // in_order of them: reader/ordered_appends.h).
+  struct ThreadRanges {
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    std::size_t in_order = 0;
+  };
+  std::unordered_map<uint32_t, ThreadRanges> comms_ranges_;
   std::unordered_map<uint32_t, ApiCallEvent> pending_polls_;  // per thread: the run being merged
   KinetoHostCounts counts_;
 };

@@ -4,6 +4,7 @@
 #include "reader/gzip_source.h"
 #include "reader/kineto_call_sites.h"
 #include "reader/kineto_host_ranges.h"
+#include "reader/ordered_appends.h"
 #include "reader/json_splitter.h"
 
 #include <simdjson.h>
@@ -746,7 +747,7 @@ class Feed {
   // A CPU-side event: held until the feed reaches its time.
   void hold(const MarkerEvent& m) {
     held_.push_back(m);
-    held_sorted_ = false;
+    noteAppended(held_, held_in_order_, markerBefore);
     last_ns_ = std::max(last_ns_, m.time_ns);
     ++markers_;
     noteHeld();
@@ -754,14 +755,14 @@ class Feed {
   // Host ranges (ops, data loading, annotations): CPU-side, held like markers.
   void hold(const HostRangeEvent& r) {
     held_host_.push_back(r);
-    held_sorted_ = false;
+    noteAppended(held_host_, held_host_in_order_, hostRangeBefore);
     last_ns_ = std::max(last_ns_, r.end_ns);
     noteHeld();
   }
   // A c10d NCCL range: CPU-side too, held like a marker.
   void hold(const NcclCallEvent& n) {
     held_nccl_.push_back(n);
-    held_sorted_ = false;
+    noteAppended(held_nccl_, held_nccl_in_order_, ncclCallBefore);
     last_ns_ = std::max(last_ns_, n.end_ns);
     ++nccl_calls_;
     noteHeld();
@@ -818,14 +819,15 @@ class Feed {
         std::max<uint64_t>(result_.counts.max_held_events, held_.size() + held_nccl_.size() + in_batch_);
     result_.counts.max_held_host_ranges = std::max<uint64_t>(result_.counts.max_held_host_ranges, held_host_.size());
   }
+  static bool markerBefore(const MarkerEvent& a, const MarkerEvent& b) { return a.time_ns < b.time_ns; }
+  static bool ncclCallBefore(const NcclCallEvent& a, const NcclCallEvent& b) { return a.start_ns < b.start_ns; }
+  static bool hostRangeBefore(const HostRangeEvent& a, const HostRangeEvent& b) { return a.start_ns < b.start_ns; }
+  // Each held list by time, file order kept among equal times; what was in order is not sorted
+  // again (this runs at every batch).
   void sortHeld() {
-    if (held_sorted_) return;
-    std::stable_sort(held_.begin(), held_.end(), [](const MarkerEvent& a, const MarkerEvent& b) { return a.time_ns < b.time_ns; });
-    std::stable_sort(held_nccl_.begin(), held_nccl_.end(),
-                     [](const NcclCallEvent& a, const NcclCallEvent& b) { return a.start_ns < b.start_ns; });
-    std::stable_sort(held_host_.begin(), held_host_.end(),
-                     [](const HostRangeEvent& a, const HostRangeEvent& b) { return a.start_ns < b.start_ns; });
-    held_sorted_ = true;
+    result_.counts.held_reordered += putInOrder(held_, held_in_order_, markerBefore);
+    result_.counts.held_reordered += putInOrder(held_nccl_, held_nccl_in_order_, ncclCallBefore);
+    result_.counts.held_reordered += putInOrder(held_host_, held_host_in_order_, hostRangeBefore);
   }
   bool anyHeld() const { return !held_.empty() || !held_nccl_.empty() || !held_host_.empty(); }
   uint64_t earliestHeld() {
@@ -881,6 +883,9 @@ class Feed {
     held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(markers));
     held_nccl_.erase(held_nccl_.begin(), held_nccl_.begin() + static_cast<std::ptrdiff_t>(nccl_calls));
     held_host_.erase(held_host_.begin(), held_host_.begin() + static_cast<std::ptrdiff_t>(host_ranges));
+    notePoppedFront(held_in_order_, markers);
+    notePoppedFront(held_nccl_in_order_, nccl_calls);
+    notePoppedFront(held_host_in_order_, host_ranges);
   }
   void deliver(DecodedBatch& batch) {
     batch.sequence = sequence_++;
@@ -936,7 +941,8 @@ class Feed {
   // A deque: a trace's CPU block can hold a million of them, handed over from the front a batch
   // at a time, which a vector would pay for by moving the rest each time.
   std::deque<HostRangeEvent> held_host_;
-  bool held_sorted_ = true;  // every held list
+  // How many at the front of each held list are in order (reader/ordered_appends.h).
+  std::size_t held_in_order_ = 0, held_nccl_in_order_ = 0, held_host_in_order_ = 0;
   std::vector<StringDefinition> strings_;
   std::shared_ptr<StringTable> table_;
   uint64_t sequence_ = 0;
@@ -970,6 +976,7 @@ class TraceReader {
     holdNcclCalls();
     result_.counts.host = host_events_.counts();
     GW_TRY(feed_.finish());
+    result_.counts.held_reordered += call_sites_.reordered();
     if (options_.rank_at_end && !feed_.helloHadRank() && meta_.rank) {
       result_.late_rank = meta_.rank;
       result_.late_world_size = meta_.world_size;

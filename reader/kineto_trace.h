@@ -111,6 +111,9 @@ struct KinetoCounts {
   uint64_t host_ranges_unreadable = 0;  // ops and annotations left out: no ts, or a ts or dur not a number
   uint64_t max_buffered_bytes = 0;  // the splitter's buffer at its largest
   int metadata_passes = 1;          // 2 when metadata after traceEvents needed a second pass
+  // Held CPU-side events and Python ranges sorted or merged into order (reader/ordered_appends.h):
+  // 0 for a trace whose CPU side is written in time order, however long.
+  uint64_t held_reordered = 0;
   KinetoHostCounts host;            // NCCL calls from c10d's ranges, merged polls (kineto_host_events.h)
 };
 

@@ -127,6 +127,29 @@ TEST_CASE("NCCL calls can be taken in parts; a later annotation is still checked
   CHECK(host.takeNcclCalls().empty());
 }
 
+TEST_CASE("taking NCCL calls after each collective re-sorts nothing already in order", "[kineto][nccl]") {
+  // The reader takes the calls whenever a runtime call follows a record_param_comms: once per
+  // collective on an FSDP trace. Each take used to sort every range since the start.
+  KinetoHostEvents host;
+  constexpr uint64_t kCollectives = 20000;
+  for (uint64_t i = 0; i < kCollectives; ++i) {
+    host.onRecordParamComms(1, 1000 * i, 1000 * i + 500, comms("allreduce", 10, 10, "Float", 2));
+    REQUIRE(host.takeNcclCalls().size() == 1);
+  }
+  CHECK(host.counts().comms_ranges_reordered == 0);
+  // Out of order (a CUPTI buffer boundary): only what comes after the late range's place moves,
+  // and annotations are still checked against every range.
+  host.onRecordParamComms(1, 1000 * (kCollectives - 3) + 600, 1000 * (kCollectives - 3) + 700, comms("allreduce", 1, 1, "Float", 2));
+  REQUIRE(host.takeNcclCalls().size() == 1);
+  CHECK(host.counts().comms_ranges_reordered == 3);
+  CHECK(host.onUserAnnotation(1, 1000 * (kCollectives - 3) + 610, 1000 * (kCollectives - 3) + 690, "nccl:all_reduce"));
+  CHECK(host.onUserAnnotation(1, 1000 * 7 + 10, 1000 * 7 + 20, "nccl:all_reduce"));
+  CHECK(host.onUserAnnotation(1, 1000 * 7 + 510, 1000 * 7 + 520, "nccl:all_reduce"));
+  const std::vector<NcclCallEvent> left = host.takeNcclCalls();
+  REQUIRE(left.size() == 1);  // only the one between two ranges
+  CHECK(left[0].start_ns == 7510);
+}
+
 TEST_CASE("a thread's consecutive polls become one QUERY call with the number of polls", "[kineto][polls]") {
   KinetoHostEvents host;
   std::vector<ApiCallEvent> out;

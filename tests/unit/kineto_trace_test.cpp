@@ -651,6 +651,58 @@ TEST_CASE("python_function events give the calls their call sites", "[kineto]") 
   CHECK(std::find(missing.begin(), missing.end(), std::string(analysis::kNotInTraceCallSites)) == missing.end());
 }
 
+TEST_CASE("a parent and child python_function that start in the same microsecond, child written first: the child is the site", "[kineto]") {
+  // Kineto writes a thread's ranges as they end, so a child that starts with its parent comes first.
+  const std::string t = R"({"traceEvents": [
+    {"ph": "X", "cat": "python_function", "name": "torch/_tensor.py(30): item", "pid": 9, "tid": 1, "ts": 1000, "dur": 100},
+    {"ph": "X", "cat": "python_function", "name": "train.py(12): step", "pid": 9, "tid": 1, "ts": 1000, "dur": 500},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 9, "tid": 1, "ts": 1010, "dur": 60, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 9, "tid": 1, "ts": 1200, "dur": 10, "args": {"correlation": 3}}
+  ]})";
+  Collected got;
+  REQUIRE(readText(t, got).read.ok());
+  REQUIRE(got.calls.size() == 2);
+  const auto site = [&](const ApiCallEvent& c) {
+    const std::string* text = got.strings.find(v1::STRING_KIND_CALL_SITE, c.call_site_id);
+    return text ? *text : std::string("(none)");
+  };
+  CHECK(site(got.calls[0]) == "torch/_tensor.py(30): item");
+  CHECK(site(got.calls[1]) == "train.py(12): step");
+  const std::string* stack = got.strings.find(v1::STRING_KIND_PYTHON_STACK, got.calls[0].python_stack_id);
+  REQUIRE(stack != nullptr);
+  CHECK(*stack == "item\ttorch/_tensor.py\t30\nstep\ttrain.py\t12\n");
+}
+
+TEST_CASE("a long CPU side written in order is never sorted again: collectives, Python ranges, held events", "[kineto]") {
+  // 3,000 steps of an FSDP-like loop: a Python frame, an op, a collective, launches after it.
+  // Each runtime call after a record_param_comms takes the NCCL calls, each call looks its Python
+  // range up, and each batch sorts what is held: before issue 20 every one re-sorted all so far.
+  std::string t = R"({"traceEvents": [)";
+  for (int i = 0; i < 3000; ++i) {
+    const std::string ts = std::to_string(1000 + 100 * i);
+    const std::string ts2 = std::to_string(1000 + 100 * i + 10);
+    t += R"({"ph": "X", "cat": "python_function", "name": "train.py(12): step", "pid": 9, "tid": 1, "ts": )" + ts + R"(, "dur": 90},)";
+    t += R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" + std::to_string(i) + R"(", "pid": 9, "tid": 1, "ts": )" + ts + R"(, "dur": 95},)";
+    t += R"({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 9, "tid": 1, "ts": )" + ts2 +
+         R"(, "dur": 20, "args": {"Collective name": "allreduce", "In msg nelems": 4, "Out msg nelems": 4, "dtype": "Float", "Group size": 2}},)";
+    t += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 1, "ts": )" + std::to_string(1000 + 100 * i + 40) +
+         R"(, "dur": 5, "args": {"correlation": )" + std::to_string(i + 1) + "}},";
+  }
+  t += R"({"ph": "i", "name": "end"}]})";
+  Collected got;
+  const KinetoReadResult r = readText(t, got);
+  REQUIRE(r.read.ok());
+  CHECK(got.calls.size() == 3000);
+  CHECK(r.counts.host.comms_calls == 3000);
+  CHECK(r.counts.steps == 3000);
+  CHECK(r.counts.host.comms_ranges_reordered == 0);
+  CHECK(r.counts.held_reordered == 0);
+  // Every call still has its site.
+  std::size_t with_site = 0;
+  for (const ApiCallEvent& c : got.calls) with_site += c.call_site_id != 0;
+  CHECK(with_site == 3000);
+}
+
 TEST_CASE("every read boundary gives the same events", "[kineto]") {
   const std::string trace = syntheticTrace(3, 40);
   Collected whole;
