@@ -101,13 +101,18 @@ void HtaViewStage::onApiCall(const ApiCallEvent& call) {
   // Of two calls with one id (a driver call inside a runtime call), the first, outer one stays.
   if (!calls_.tryEmplace(call.correlation_id, times).second) return;
   call_ages_.push_back({call.start_ns, call.correlation_id});
-  if (const uint64_t* seq = awaiting_.find(call.correlation_id)) {
-    Work& work = held_[*seq - held_popped_];
+  if (const AwaitingChain* chain = awaiting_.find(call.correlation_id)) {
+    uint64_t seq = chain->first;
     awaiting_.erase(call.correlation_id);
-    work.awaiting_call = false;
-    work.has_call = true;
-    work.call = times;
-    if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
+    while (seq != kNoNext) {
+      Work& work = held_[seq - held_popped_];
+      seq = work.next_awaiting;
+      work.next_awaiting = kNoNext;
+      work.awaiting_call = false;
+      work.has_call = true;
+      work.call = times;
+      if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
+    }
     release();
   }
 }
@@ -124,13 +129,18 @@ void HtaViewStage::settleWithoutCall(Work& work) const {
 void HtaViewStage::stopAwaiting(uint64_t now_ns, bool all) {
   bool settled = false;
   while (!awaiting_order_.empty() && (all || awaiting_order_.front().first + kAwaitCallNs < now_ns)) {
-    const uint64_t seq = awaiting_order_.front().second;
+    uint64_t seq = awaiting_order_.front().second;
     awaiting_order_.pop_front();
     if (seq < held_popped_) continue;
-    Work& work = held_[seq - held_popped_];
-    if (!work.awaiting_call) continue;  // its call came
-    awaiting_.erase(work.correlation_id);
-    settleWithoutCall(work);
+    if (!held_[seq - held_popped_].awaiting_call) continue;  // its call came
+    awaiting_.erase(held_[seq - held_popped_].correlation_id);
+    // The whole chain: the records after the first await the same call.
+    while (seq != kNoNext) {
+      Work& work = held_[seq - held_popped_];
+      seq = work.next_awaiting;
+      work.next_awaiting = kNoNext;
+      settleWithoutCall(work);
+    }
     settled = true;
   }
   if (settled) release();
@@ -154,9 +164,10 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
   Work work;
   work.correlation_id = activity.correlation_id;
   work.start_us = ceilUs(activity.start_ns);
-  // A record shorter than a microsecond can round to an end before its start; HTA would then
-  // count a negative length. Such a record is taken as empty.
-  work.end_us = std::max(work.start_us, floorUs(activity.end_ns));
+  // A record shorter than a microsecond can round to an end before its start: [20.2, 20.7) is
+  // [21, 20). HTA keeps that length of -1 in every sum (merged intervals, idle per stream, launch
+  // GPU time), and so does this view; newer Kineto's ns timestamps make such records common.
+  work.end_us = floorUs(std::max(activity.end_ns, activity.start_ns));
   work.stream = static_cast<int64_t>(activity.stream);
   work.sync_record = activity.kind == v1::ACTIVITY_KIND_SYNC;
   switch (activity.kind) {
@@ -176,9 +187,16 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
     // HTA joins every record that carries a call's id, however many there are.
     work.call = *call;
     if (any_step_ && work.call.start_us < last_step_start_us_) work.fate = Fate::kKept;
-  } else if (activity.correlation_id != 0 && awaiting_.tryEmplace(activity.correlation_id, held_popped_ + held_.size()).second) {
+  } else if (activity.correlation_id != 0) {
+    const uint64_t seq = held_popped_ + held_.size();
     work.awaiting_call = true;
-    awaiting_order_.push_back({activity.start_ns, held_popped_ + held_.size()});
+    if (AwaitingChain* chain = awaiting_.find(activity.correlation_id)) {
+      held_[chain->last - held_popped_].next_awaiting = seq;
+      chain->last = seq;
+    } else {
+      awaiting_.tryEmplace(activity.correlation_id, AwaitingChain{seq, seq});
+      awaiting_order_.push_back({activity.start_ns, seq});
+    }
   } else {
     settleWithoutCall(work);
   }
@@ -373,7 +391,8 @@ void HtaViewStage::contribute(ProcessAnalysis& result) {
   view.runtime_outliers = runtime_outliers_;
   view.launch_delay_outliers = delay_outliers_;
   view.mean_launch_delay_us = launches_ > 0 ? static_cast<double>(delay_total_us_) / static_cast<double>(launches_) : 0.0;
-  if (comm_.total > 0) view.comm_comp_overlap_pctg = round2(100.0 * static_cast<double>(overlap_us_) / static_cast<double>(comm_.total));
+  // A communication kernel under a microsecond can make the total -1 (HTA: -0.0 then).
+  if (comm_.total != 0) view.comm_comp_overlap_pctg = round2(100.0 * static_cast<double>(overlap_us_) / static_cast<double>(comm_.total));
   result.hta = std::move(view);
 }
 

@@ -47,6 +47,7 @@ class HtaViewStage final : public AnalysisStage {
 
  private:
   enum class Fate : uint8_t { kPending, kKept, kDropped };
+  static constexpr uint64_t kNoNext = UINT64_MAX;
   struct CallTimes {
     int64_t start_us = 0;  // rounded up
     int64_t end_us = 0;    // rounded down
@@ -62,6 +63,9 @@ class HtaViewStage final : public AnalysisStage {
     bool has_call = true;        // false: HTA 0.5.0 keeps it when the trace has under two steps
     bool awaiting_call = false;  // started before any call with its id: the call may come later
     uint64_t correlation_id = 0;
+    // While awaiting: the number in held_ of the next record with the same id that awaits the
+    // same call (a graph's kernels, a copy's records), or kNoNext.
+    uint64_t next_awaiting = kNoNext;
     Fate fate = Fate::kPending;
   };
   struct StreamGaps {
@@ -108,9 +112,14 @@ class HtaViewStage final : public AnalysisStage {
   RingQueue<Work> held_;  // arrival order; the head is folded once decided
   uint64_t held_popped_ = 0;  // how many have left held_: held_[seq - held_popped_] is number seq
   // Work that started before any call with its id (the CPU and GPU clocks of a trace can disagree
-  // by a little, and HTA joins regardless of time): correlation id -> its number in held_, and
-  // (start, number) in arrival order, to stop waiting after kAwaitCallNs.
-  FlatU64Map<uint64_t> awaiting_;
+  // by a little, and HTA joins regardless of time): correlation id -> the numbers in held_ of the
+  // first and last records awaiting it (chained by Work::next_awaiting: HTA joins every record
+  // of an id), and the first's (start, number) in arrival order, to stop waiting after
+  // kAwaitCallNs.
+  struct AwaitingChain {
+    uint64_t first = 0, last = 0;
+  };
+  FlatU64Map<AwaitingChain> awaiting_;
   RingQueue<std::pair<uint64_t, uint64_t>> awaiting_order_;
   uint64_t dropped_ = 0;
   uint64_t kept_ = 0;

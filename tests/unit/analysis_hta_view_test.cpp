@@ -184,17 +184,35 @@ TEST_CASE("with one step, work launched up to its end stays") {
 }
 
 TEST_CASE("starts round up and ends down to whole microseconds") {
-  // [10.2, 20.7) us becomes [11, 20); [30.1, 30.8) becomes empty at 31 (its end, 30, is before it).
+  // [10.2, 20.7) us becomes [11, 20); [30.1, 30.8) becomes [31, 30): HTA keeps its length of -1
+  // (trace_parser.py's round_down_time_stamps, then merge_kernel_intervals sums end - ts).
   EngineFeed feed(withHta());
   feed.add(launch(1, 1000, 5000, 1))
       .add(launch(1, 1500, 6000, 2))
       .add(kernelAt(10'200, 20'700, 1))
       .add(kernelAt(30'100, 30'800, 2));
   const HtaView h = *feed.run().hta;
-  CHECK(h.kernel_time_us == 20);  // 31 - 11
-  CHECK(h.idle_time_us == 11);    // 20 - 9
-  CHECK(h.compute_time_us == 9);  // unnamed kernels match none of HTA's patterns: computation
+  CHECK(h.kernel_time_us == 19);  // the last merged interval's end, 30, - 11
+  CHECK(h.idle_time_us == 11);    // 19 - (9 - 1)
+  CHECK(h.compute_time_us == 8);  // unnamed kernels match none of HTA's patterns: computation
   CHECK(h.non_compute_time_us == 0);
+}
+
+TEST_CASE("a record under a microsecond that rounds to an end before its start keeps HTA's length of -1") {
+  // Newer Kineto writes ns timestamps: kernels of 0.5 us are common. [20.2, 20.7) -> [21, 20),
+  // then [21.0, 25.0) -> [21, 25): HTA starts a new merged interval at 21 (21 > the ends so far,
+  // 20), so the run time is 10 + -1 + 4 = 13 where an empty [21, 21) would merge into 14.
+  EngineFeed feed(withHta());
+  feed.add(launch(1, 1000, 2000, 1)).add(launch(1, 3000, 4000, 2)).add(launch(1, 5000, 6000, 3));
+  feed.add(kernelAt(us(10), us(20), 1)).add(kernelAt(20'200, 20'700, 2)).add(kernelAt(us(21), us(25), 3));
+  const HtaView h = *feed.run().hta;
+  CHECK(h.kernel_time_us == 15);
+  CHECK(h.compute_time_us == 13);
+  CHECK(h.idle_time_us == 2);
+  // Idle per stream takes each record's end as HTA computes it: 21 - 20 = 1, then 21 - 20 = 1.
+  const HtaStreamIdle* s = streamOf(h, 7);
+  REQUIRE(s != nullptr);
+  CHECK(s->other_us + s->kernel_wait_us + s->host_wait_us == 2);
 }
 
 TEST_CASE("idle per stream: gaps to the previous record's end, sync records only in the temporal breakdown") {
@@ -303,6 +321,24 @@ TEST_CASE("HTA 0.5.0 drops work without a call once a second step shows up") {
   CHECK(h.cut == "before_last_step_start");
   CHECK(h.gpu_events == 1);
   CHECK(h.gpu_events_dropped == 1);
+}
+
+TEST_CASE("every GPU record of one id that starts before its call joins it, not only the first") {
+  // A graph launch (one id on each of its kernels) whose kernels' clock runs ahead of the call's:
+  // HTA joins them all by id.
+  EngineFeed feed(withHta());
+  feed.name(v1::STRING_KIND_API_NAME, 1, "cudaLaunchKernel")
+      .add(named(launch(1, us(0), us(5), 1), 1))
+      .add(kernelAt(us(10), us(15), 1))
+      .add(kernelAt(us(16), us(18), 2))
+      .add(kernelAt(us(19), us(21), 2))
+      .add(kernelAt(us(22), us(30), 2))
+      .add(call(v1::API_KIND_GRAPH_LAUNCH, 1, us(24), us(26), 2, false, 7));
+  const HtaView h = *feed.run().hta;
+  CHECK(h.gpu_events == 4);
+  CHECK(h.gpu_events_dropped == 0);
+  CHECK(h.kernel_time_us == 20);
+  CHECK(h.idle_time_us == 3);
 }
 
 TEST_CASE("GPU work that starts before its call's timestamp still joins it") {

@@ -11,8 +11,9 @@ as Kineto writes them), with what HTA's rules turn on varied by a seed:
 - kernels, NCCL kernels, copies, memsets, CUDA sync records, a graph launch (several kernels, one
   correlation id), kernels with no runtime call in the trace;
 - the four runtime calls HTA's launch statistics take, and others it does not.
-Times never give a record shorter than 1 us: HTA gives a negative length to a record that rounds
-to an end before its start, which gapwatch makes empty (docs/hta-parity.md, rule 4).
+- with float times, on some seeds, records shorter than 1 us (newer Kineto's ns timestamps), which
+  can round to an end before their start: HTA keeps their length of -1 (docs/hta-parity.md, rule 4);
+- graph launches whose kernels all start before the call (the GPU clock ahead of the CPU's).
 
     kineto_trace_generator.py SEED OUT.json[.gz]
 """
@@ -29,6 +30,7 @@ NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
 def generate(seed):
     rng = random.Random(seed)
     floats = rng.random() < 0.5
+    short_records = floats and rng.random() < 0.6
     steps = rng.choice([0, 1, 2, 3, 5])
     streams = rng.sample([7, 13, 20, 24], rng.randint(1, 3))
     pid, tid = 4000 + seed, 4000 + seed
@@ -45,6 +47,7 @@ def generate(seed):
 
     host = 0
     free = {s: 0 for s in streams}
+    short = {s: False for s in streams}
     step_bounds = []
     loops = max(steps, 1) + rng.randint(0, 1)
     for step in range(loops):
@@ -76,12 +79,20 @@ def generate(seed):
                 host = max(host, end + 1)
                 continue
             pieces = rng.randint(2, 4) if kind == "graph" else 1
-            for _ in range(pieces):
+            # Kernels of a graph that all start before its call's timestamp (clock skew).
+            ahead_at = call_ts - t0 - 3 * pieces - rng.randint(1, 4)
+            ahead = kind == "graph" and rng.random() < 0.5 and ahead_at > free[stream]
+            for piece in range(pieces):
                 gap = rng.choice([0, 1, rng.randint(2, 29), rng.randint(30, 400)])
                 start = max(free[stream] + gap, host + rng.randint(0, 50))
-                if rng.random() < 0.05 and free[stream] > 2:
+                if rng.random() < 0.05 and free[stream] > 2 and not short[stream]:
                     start = free[stream] - 1  # overlaps the previous record on its stream
                 dur = rng.randint(1, 300)
+                dur_frac = 0
+                if ahead:
+                    start, dur = ahead_at + 3 * piece, 2
+                if short_records and rng.random() < 0.3:
+                    dur, dur_frac = 0, rng.randint(1, 999)  # under a microsecond
                 if kind in ("memcpy",):
                     name, cat = rng.choice(["Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)"]), "gpu_memcpy"
                 elif kind == "memset":
@@ -93,9 +104,14 @@ def generate(seed):
                 # An orphan's correlation matches no runtime call (HTA drops it).
                 corr = correlation + 1_000_000 if kind == "orphan" else correlation
                 dev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
-                            "ts": when(t0 + start, frac()), "dur": when(dur, 0),
+                            "ts": when(t0 + start, frac()), "dur": when(dur, dur_frac),
                             "args": {"device": 0, "stream": stream, "correlation": corr, "External id": corr}})
-                free[stream] = max(free[stream], start + dur)
+                # A stream's records are written in time order, as CUPTI delivers them: one under a
+                # microsecond ends within its start's microsecond, so the next starts after it.
+                # (Where two records of a stream round to the same start, HTA's order between them
+                # is its sort's, not their time's: docs/hta-parity.md, rule 4.)
+                short[stream] = dur_frac != 0
+                free[stream] = max(free[stream], start + dur + (1 if short[stream] else 0))
         step_bounds.append((step_start, host))
         host += rng.randint(0, 500)
     for number, (start, end) in enumerate(step_bounds[:steps]):
