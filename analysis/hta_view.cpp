@@ -378,6 +378,7 @@ void HtaViewStage::contribute(ProcessAnalysis& result) {
     view.idle_time_us = static_cast<uint64_t>(std::max<int64_t>(0, idle));
     view.compute_time_us = static_cast<uint64_t>(compute_.total);
     view.non_compute_time_us = static_cast<uint64_t>(std::max<int64_t>(0, kernel_time - compute_.total - idle));
+    view.hta_asserts_non_compute = kernel_time - compute_.total - idle < 0;
     if (kernel_time > 0) {
       const auto share = [&](uint64_t part) { return round2(100.0 * static_cast<double>(part) / static_cast<double>(kernel_time)); };
       view.idle_time_pctg = share(view.idle_time_us);

@@ -628,6 +628,10 @@ void printHta(const ProcessAnalysis& p, std::ostream& out) {
                        << " us (" << fixed2(h.idle_time_pctg) << "%), compute " << formatCount(h.compute_time_us)
                        << " us (" << fixed2(h.compute_time_pctg) << "%), non-compute "
                        << formatCount(h.non_compute_time_us) << " us (" << fixed2(h.non_compute_time_pctg) << "%)\n";
+  if (h.hta_asserts_non_compute) {
+    row(out, "") << "HTA itself stops here with an AssertionError (its non-compute time comes out negative: records "
+                    "under 1 us round to a length of -1); the figures are what it computed before\n";
+  }
   if (!h.idle_breakdown.empty()) {
     row(out, "idle/stream") << padRight("", 12) << padLeft("host_wait", 16) << padLeft("kernel_wait", 16)
                                 << padLeft("other", 16) << '\n';

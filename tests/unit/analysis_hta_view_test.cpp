@@ -323,6 +323,23 @@ TEST_CASE("HTA 0.5.0 drops work without a call once a second step shows up") {
   CHECK(h.gpu_events_dropped == 1);
 }
 
+TEST_CASE("where HTA's own non-compute assertion would fail, the view says so") {
+  // Computation [10, 20), a copy [20.2, 20.7) -> [21, 20), computation [21, 25): all work merges
+  // to 10 - 1 + 4 = 13, computation alone to 10 + 4 = 14, so HTA's non-compute is 15 - 14 - 2 =
+  // -1 and its get_temporal_breakdown raises AssertionError (checked with HTA 0.5.0 on this trace).
+  EngineFeed feed(withHta());
+  feed.add(launch(1, 1000, 2000, 1)).add(launch(1, 3000, 4000, 2)).add(launch(1, 5000, 6000, 3));
+  feed.add(kernelAt(us(10), us(20), 1))
+      .add(copyAt(20'200, 20'700, 2, v1::MEMORY_KIND_PINNED))
+      .add(kernelAt(us(21), us(25), 3));
+  const HtaView h = *feed.run().hta;
+  CHECK(h.kernel_time_us == 15);
+  CHECK(h.idle_time_us == 2);
+  CHECK(h.compute_time_us == 14);
+  CHECK(h.non_compute_time_us == 0);
+  CHECK(h.hta_asserts_non_compute);
+}
+
 TEST_CASE("every GPU record of one id that starts before its call joins it, not only the first") {
   // A graph launch (one id on each of its kernels) whose kernels' clock runs ahead of the call's:
   // HTA joins them all by id.
