@@ -107,9 +107,10 @@ bool parseInt(std::string_view text, int64_t& value) {
 
 // --- names ---------------------------------------------------------------------------------------
 
-// cudaLaunchKernel_v7000, cudaMemcpyAsync_ptsz, cuLaunchKernel_ptsz -> the base name.
+// cudaLaunchKernel_v7000, cudaMemcpyAsync_ptsz, cuLaunchKernel_ptsz, hipMemcpyAsync_spt -> the
+// base name (_spt: HIP's per-thread default stream variants).
 std::string_view baseApiName(std::string_view name) {
-  for (std::string_view suffix : {"_ptsz", "_ptds"}) {
+  for (std::string_view suffix : {"_ptsz", "_ptds", "_spt"}) {
     const std::size_t at = name.find(suffix);
     if (at != std::string_view::npos) name = name.substr(0, at);
   }
@@ -216,11 +217,86 @@ ApiClass classifyApi(std::string_view full_name) {
       {"cudaGraphInstantiateWithParams", v1::API_KIND_GRAPH_INSTANTIATE, false},
       {"cuGraphInstantiate", v1::API_KIND_GRAPH_INSTANTIATE, false},
       {"cuGraphInstantiateWithFlags", v1::API_KIND_GRAPH_INSTANTIATE, false},
+      // HIP (PyTorch on ROCm: Kineto's roctracer and rocprofiler back ends name the calls as HIP
+      // does), each as its CUDA twin. hipMemcpyWithStream is a synchronous copy on a stream,
+      // which PyTorch uses for blocking copies (.item(), .cpu()).
+      {"hipLaunchKernel", v1::API_KIND_LAUNCH, false},
+      {"hipExtLaunchKernel", v1::API_KIND_LAUNCH, false},
+      {"hipLaunchCooperativeKernel", v1::API_KIND_LAUNCH, false},
+      {"hipLaunchCooperativeKernelMultiDevice", v1::API_KIND_LAUNCH, false},
+      {"hipModuleLaunchKernel", v1::API_KIND_LAUNCH, false},
+      {"hipExtModuleLaunchKernel", v1::API_KIND_LAUNCH, false},
+      {"hipHccModuleLaunchKernel", v1::API_KIND_LAUNCH, false},
+      {"hipModuleLaunchCooperativeKernel", v1::API_KIND_LAUNCH, false},
+      {"hipGraphLaunch", v1::API_KIND_GRAPH_LAUNCH, false},
+      {"hipMemcpy", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyWithStream", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpy2D", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpy3D", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyPeer", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyToSymbol", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyFromSymbol", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyHtoD", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyDtoH", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyDtoD", v1::API_KIND_MEMCPY, false},
+      {"hipMemcpyAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpy2DAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpy3DAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpyPeerAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpyToSymbolAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpyFromSymbolAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpyHtoDAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpyDtoHAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemcpyDtoDAsync", v1::API_KIND_MEMCPY_ASYNC, false},
+      {"hipMemset", v1::API_KIND_MEMSET, false},
+      {"hipMemset2D", v1::API_KIND_MEMSET, false},
+      {"hipMemsetD8", v1::API_KIND_MEMSET, false},
+      {"hipMemsetD16", v1::API_KIND_MEMSET, false},
+      {"hipMemsetD32", v1::API_KIND_MEMSET, false},
+      {"hipMemsetAsync", v1::API_KIND_MEMSET_ASYNC, false},
+      {"hipMemset2DAsync", v1::API_KIND_MEMSET_ASYNC, false},
+      {"hipMemsetD8Async", v1::API_KIND_MEMSET_ASYNC, false},
+      {"hipMemsetD16Async", v1::API_KIND_MEMSET_ASYNC, false},
+      {"hipMemsetD32Async", v1::API_KIND_MEMSET_ASYNC, false},
+      {"hipDeviceSynchronize", v1::API_KIND_DEVICE_SYNC, true},
+      {"hipCtxSynchronize", v1::API_KIND_DEVICE_SYNC, true},
+      {"hipStreamSynchronize", v1::API_KIND_STREAM_SYNC, true},
+      {"hipEventSynchronize", v1::API_KIND_EVENT_SYNC, true},
+      {"hipEventRecord", v1::API_KIND_EVENT_RECORD, false},
+      {"hipEventRecordWithFlags", v1::API_KIND_EVENT_RECORD, false},
+      {"hipStreamWaitEvent", v1::API_KIND_STREAM_WAIT_EVENT, false},
+      {"hipEventQuery", v1::API_KIND_QUERY, false},
+      {"hipStreamQuery", v1::API_KIND_QUERY, false},
+      {"hipMalloc", v1::API_KIND_MALLOC, true},
+      {"hipMallocManaged", v1::API_KIND_MALLOC, true},
+      {"hipExtMallocWithFlags", v1::API_KIND_MALLOC, true},
+      {"hipMallocAsync", v1::API_KIND_MALLOC, false},
+      {"hipMallocFromPoolAsync", v1::API_KIND_MALLOC, false},
+      {"hipFree", v1::API_KIND_FREE, true},
+      {"hipFreeAsync", v1::API_KIND_FREE, false},
+      {"hipHostMalloc", v1::API_KIND_HOST_ALLOC, false},
+      {"hipHostAlloc", v1::API_KIND_HOST_ALLOC, false},
+      {"hipMallocHost", v1::API_KIND_HOST_ALLOC, false},
+      {"hipHostRegister", v1::API_KIND_HOST_ALLOC, false},
+      {"hipHostFree", v1::API_KIND_HOST_FREE, true},
+      {"hipFreeHost", v1::API_KIND_HOST_FREE, true},
+      {"hipHostUnregister", v1::API_KIND_HOST_FREE, false},
+      {"hipModuleLoad", v1::API_KIND_MODULE_LOAD, false},
+      {"hipModuleLoadData", v1::API_KIND_MODULE_LOAD, false},
+      {"hipModuleLoadDataEx", v1::API_KIND_MODULE_LOAD, false},
+      {"hipStreamBeginCapture", v1::API_KIND_CAPTURE_BEGIN, false},
+      {"hipStreamEndCapture", v1::API_KIND_CAPTURE_END, false},
+      {"hipGraphInstantiate", v1::API_KIND_GRAPH_INSTANTIATE, false},
+      {"hipGraphInstantiateWithFlags", v1::API_KIND_GRAPH_INSTANTIATE, false},
   };
-  for (const Entry& e : kTable) {
-    if (e.name == n) return {e.kind, e.blocked};
-  }
-  return {};
+  // Built once: every runtime and driver event of a trace is looked up here.
+  static const std::unordered_map<std::string_view, ApiClass> kByName = [] {
+    std::unordered_map<std::string_view, ApiClass> m;
+    for (const Entry& e : kTable) m.emplace(e.name, ApiClass{e.kind, e.blocked});
+    return m;
+  }();
+  const auto it = kByName.find(n);
+  return it == kByName.end() ? ApiClass{} : it->second;
 }
 
 v1::MemoryKind memoryKindFromWord(std::string_view w) {
@@ -352,6 +428,7 @@ bool plainlyUnused(std::string_view e) {
 struct RawNumber {
   bool present = false;
   bool is_number = false;
+  bool is_string = false;  // a number written as a string ("bytes": "4096"): its unescaped text
   std::string_view text;
 };
 
@@ -395,22 +472,27 @@ std::optional<std::string> malformed(simdjson::error_code e, const std::string& 
   return "malformed JSON in " + where + " (" + errorText(e) + ")";
 }
 
-// Notes a value's raw text and whether it is a number (strings, objects, ... are not).
-std::optional<std::string> rawNumber(od::value& v, RawNumber& out, uint64_t index, std::string_view field) {
-  od::json_type type;
-  if (auto e = v.type().get(type)) return malformed(e, at(index, field));
-  out.present = true;
-  out.is_number = type == od::json_type::number;
-  if (out.is_number) out.text = trimRight(v.raw_json_token());
-  return std::nullopt;
-}
-
 std::optional<std::string> stringValue(od::value& v, std::string_view& out, uint64_t index, std::string_view field) {
   if (auto e = v.get_string().get(out)) {
     return e == simdjson::INCORRECT_TYPE ? at(index, field) + " is not a string" : malformed(e, at(index, field));
   }
   return std::nullopt;
 }
+
+// Notes a value's raw text and whether it is a number (objects, arrays, ... are not). A string is
+// kept too: ROCm's writers (Kineto's roctracer and rocprofiler back ends) give some args' numbers
+// as strings, which intField() reads where the field may be one.
+std::optional<std::string> rawNumber(od::value& v, RawNumber& out, uint64_t index, std::string_view field) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return malformed(e, at(index, field));
+  out.present = true;
+  out.is_number = type == od::json_type::number;
+  out.is_string = type == od::json_type::string;
+  if (out.is_number) out.text = trimRight(v.raw_json_token());
+  if (out.is_string) return stringValue(v, out.text, index, field);
+  return std::nullopt;
+}
+
 
 // A string field where any other type is ignored (what older exporters sometimes wrote).
 std::optional<std::string> optionalString(od::value& v, std::string_view& out, uint64_t index, std::string_view field) {
@@ -420,10 +502,16 @@ std::optional<std::string> optionalString(od::value& v, std::string_view& out, u
   return std::nullopt;
 }
 
-// A used event's integer field: absent is fine (value untouched), anything but an integer is refused.
+// A used event's integer field (all are args): absent is fine (value untouched); a number, or a
+// string that holds one ("4096": ROCm's writers), is read; anything else is refused.
 std::optional<std::string> intField(const RawNumber& n, int64_t& value, bool& has, uint64_t index, std::string_view field) {
   has = false;
   if (!n.present) return std::nullopt;
+  if (n.is_string) {
+    if (!parseInt(n.text, value)) return at(index, field) + " is not a number (\"" + quoted(n.text) + "\")";
+    has = true;
+    return std::nullopt;
+  }
   if (!n.is_number) return at(index, field) + " is not a number";
   if (!parseInt(n.text, value)) return at(index, field) + " is not an integer (" + quoted(n.text) + ")";
   has = true;

@@ -342,7 +342,8 @@ json htaJson(const std::optional<analysis::HtaView>& view) {
             {"short_kernels", h.short_kernels},
             {"runtime_outliers", h.runtime_outliers},
             {"launch_delay_outliers", h.launch_delay_outliers},
-            {"mean_launch_delay_us", h.mean_launch_delay_us}}},
+            // HTA's mean of no launches is NaN (None): a ROCm trace's hip* calls are none of its names.
+            {"mean_launch_delay_us", h.launches > 0 ? json(h.mean_launch_delay_us) : json(nullptr)}}},
           {"comm_comp_overlap_pctg", h.comm_comp_overlap_pctg ? json(*h.comm_comp_overlap_pctg) : json(nullptr)}};
 }
 

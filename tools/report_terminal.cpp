@@ -642,9 +642,14 @@ void printHta(const ProcessAnalysis& p, std::ostream& out) {
                    << padLeft(signedMicros(s.other_us), 16) << '\n';
     }
   }
-  row(out, "launches") << formatCount(h.launches) << ": " << formatCount(h.short_kernels) << " short kernels, "
-                       << formatCount(h.runtime_outliers) << " runtime outliers, " << formatCount(h.launch_delay_outliers)
-                       << " launch-delay outliers, mean launch delay " << fixed2(h.mean_launch_delay_us) << " us\n";
+  if (h.launches == 0) {
+    row(out, "launches") << "none: HTA's launch statistics take only calls named cudaLaunchKernel, cudaLaunchKernelExC, "
+                            "cudaMemcpyAsync and cudaMemsetAsync (not hip* or cuLaunchKernel)\n";
+  } else {
+    row(out, "launches") << formatCount(h.launches) << ": " << formatCount(h.short_kernels) << " short kernels, "
+                         << formatCount(h.runtime_outliers) << " runtime outliers, " << formatCount(h.launch_delay_outliers)
+                         << " launch-delay outliers, mean launch delay " << fixed2(h.mean_launch_delay_us) << " us\n";
+  }
   row(out, "overlap");
   if (h.comm_comp_overlap_pctg) {
     out << fixed2(*h.comm_comp_overlap_pctg) << "% of communication time overlaps computation (HTA's comm/comp overlap)\n";

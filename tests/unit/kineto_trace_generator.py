@@ -13,7 +13,11 @@ as Kineto writes them), with what HTA's rules turn on varied by a seed:
 - the four runtime calls HTA's launch statistics take, and others it does not.
 - with float times, on some seeds, records shorter than 1 us (newer Kineto's ns timestamps), which
   can round to an end before their start: HTA keeps their length of -1 (docs/hta-parity.md, rule 4);
-- graph launches whose kernels all start before the call (the GPU clock ahead of the CPU's).
+- graph launches whose kernels all start before the call (the GPU clock ahead of the CPU's);
+- launches through the driver API (cuLaunchKernel, category cuda_driver: Triton, torch.compile);
+- every fourth seed (seed % 4 == 2) a ROCm trace: the calls named as HIP names them
+  (hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyAsync, ...) and copies' `bytes` written as
+  strings, as Kineto's ROCm back ends do.
 
     kineto_trace_generator.py SEED OUT.json[.gz]
 """
@@ -29,6 +33,7 @@ NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
 
 def generate(seed):
     rng = random.Random(seed)
+    rocm = seed % 4 == 2
     floats = rng.random() < 0.5
     short_records = floats and rng.random() < 0.6
     steps = rng.choice([0, 1, 2, 3, 5])
@@ -54,17 +59,23 @@ def generate(seed):
         step_start = host
         for _ in range(rng.randint(15, 40)):
             host += rng.randint(1, 40)
-            kind = rng.choices(["kernel", "exc", "memcpy", "memset", "nccl", "graph", "sync", "other", "orphan"],
-                               [40, 5, 8, 5, 6, 2, 4, 5, 3])[0]
+            kind = rng.choices(["kernel", "exc", "memcpy", "memset", "nccl", "graph", "sync", "other", "orphan", "driver"],
+                               [40, 5, 8, 5, 6, 2, 4, 5, 3, 4])[0]
             stream = rng.choice(streams)
             correlation += 1
             call_dur = rng.choice([rng.randint(2, 20), rng.randint(2, 20), rng.randint(30, 120)])
             names = {"kernel": "cudaLaunchKernel", "exc": "cudaLaunchKernelExC", "memcpy": "cudaMemcpyAsync",
                      "memset": "cudaMemsetAsync", "nccl": "cudaLaunchKernel", "graph": "cudaGraphLaunch",
-                     "sync": "cudaStreamSynchronize", "other": "cudaEventRecord", "orphan": None}
+                     "sync": "cudaStreamSynchronize", "other": "cudaEventRecord", "orphan": None,
+                     "driver": "cuLaunchKernel"}
+            if rocm:
+                names.update({"kernel": "hipLaunchKernel", "exc": "hipExtModuleLaunchKernel", "memcpy": "hipMemcpyAsync",
+                              "memset": "hipMemsetAsync", "nccl": "hipLaunchKernel", "graph": "hipGraphLaunch",
+                              "sync": "hipStreamSynchronize", "other": "hipEventRecord", "driver": "hipModuleLaunchKernel"})
             call_ts, call_frac = t0 + host, frac()
             if names[kind] is not None:
-                dev.append({"ph": "X", "cat": "cuda_runtime", "name": names[kind], "pid": pid, "tid": tid,
+                cat = "cuda_driver" if kind == "driver" and not rocm else "cuda_runtime"
+                dev.append({"ph": "X", "cat": cat, "name": names[kind], "pid": pid, "tid": tid,
                             "ts": when(call_ts, call_frac), "dur": when(call_dur, 0),
                             "args": {"cbid": 211, "correlation": correlation, "External id": correlation}})
             host += call_dur
@@ -103,9 +114,13 @@ def generate(seed):
                     name, cat = rng.choice(COMPUTE), "kernel"
                 # An orphan's correlation matches no runtime call (HTA drops it).
                 corr = correlation + 1_000_000 if kind == "orphan" else correlation
-                dev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
-                            "ts": when(t0 + start, frac()), "dur": when(dur, dur_frac),
-                            "args": {"device": 0, "stream": stream, "correlation": corr, "External id": corr}})
+                record = {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
+                          "ts": when(t0 + start, frac()), "dur": when(dur, dur_frac),
+                          "args": {"device": 0, "stream": stream, "correlation": corr, "External id": corr}}
+                if cat == "gpu_memcpy":
+                    size = rng.randint(4, 1 << 20)
+                    record["args"]["bytes"] = str(size) if rocm else size
+                dev.append(record)
                 # A stream's records are written in time order, as CUPTI delivers them: one under a
                 # microsecond ends within its start's microsecond, so the next starts after it.
                 # (Where two records of a stream round to the same start, HTA's order between them

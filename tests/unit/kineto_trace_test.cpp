@@ -399,6 +399,47 @@ TEST_CASE("malformed traces are refused with one line", "[kineto]") {
   checkRefused(gzip("GAPWATCH"), "not a JSON object");
 }
 
+TEST_CASE("ROCm traces: hip* calls are their CUDA twins, and numbers written as strings are read", "[kineto]") {
+  // As Kineto's roctracer back end writes them: the HIP runtime's names under cuda_runtime, some
+  // args' numbers as strings. A string that is no number is still refused.
+  const std::string trace = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": "3"}},
+    {"ph": "X", "cat": "kernel", "name": "Cijk_Ailk_Bljk_SB_MT64x64x8", "pid": 2, "tid": 0, "ts": 16, "dur": 20,
+     "args": {"device": "2", "stream": "0", "correlation": "3"}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipExtModuleLaunchKernel", "pid": 1, "tid": 1, "ts": 40, "dur": 5, "args": {"correlation": 4}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipMemcpyWithStream", "pid": 1, "tid": 1, "ts": 50, "dur": 40, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Host)", "pid": 2, "tid": 0, "ts": 60, "dur": 4,
+     "args": {"device": 2, "stream": 0, "correlation": 5, "bytes": "4096"}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipMemsetAsync", "pid": 1, "tid": 1, "ts": 95, "dur": 2, "args": {"correlation": 6}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipStreamSynchronize_spt", "pid": 1, "tid": 1, "ts": 100, "dur": 9, "args": {"correlation": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipDeviceSynchronize", "pid": 1, "tid": 1, "ts": 110, "dur": 9, "args": {"correlation": 8}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipGraphLaunch", "pid": 1, "tid": 1, "ts": 120, "dur": 9, "args": {"correlation": 9}}
+  ]})J";
+  Collected got;
+  const KinetoReadResult r = readText(trace, got);
+  REQUIRE(r.read.ok());
+  REQUIRE(got.calls.size() == 7);
+  CHECK(got.calls[0].kind == v1::API_KIND_LAUNCH);
+  CHECK(got.calls[0].correlation_id == 3);
+  CHECK(got.calls[1].kind == v1::API_KIND_LAUNCH);
+  CHECK(got.calls[2].kind == v1::API_KIND_MEMCPY);
+  CHECK(got.calls[3].kind == v1::API_KIND_MEMSET_ASYNC);
+  CHECK(got.calls[4].kind == v1::API_KIND_STREAM_SYNC);
+  CHECK(got.calls[4].blocked);
+  CHECK(got.calls[5].kind == v1::API_KIND_DEVICE_SYNC);
+  CHECK(got.calls[6].kind == v1::API_KIND_GRAPH_LAUNCH);
+  CHECK(r.counts.launches == 2);
+  REQUIRE(got.activities.size() == 2);
+  CHECK(got.activities[0].device == 2);
+  CHECK(got.activities[0].stream == 0);
+  CHECK(got.activities[0].correlation_id == 3);
+  CHECK(got.activities[1].bytes == 4096);
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "gpu_memcpy", "ts": 1, "args": {"bytes": "4 KiB"}}]})",
+               R"(traceEvents[0].args.bytes is not a number ("4 KiB"))");
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"stream": "99999999999999999999"}}]})",
+               "traceEvents[0].args.stream is not a number");
+}
+
 TEST_CASE("integers at int64's limits are read exactly", "[kineto]") {
   Collected got;
   const KinetoReadResult r = readText(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
