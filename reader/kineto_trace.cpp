@@ -433,8 +433,9 @@ struct RawNumber {
 };
 
 // The fields of one traceEvents element that the import uses, as found. The views point into the
-// simdjson parser's buffers and live until the next batch.
-struct RawEvent {
+// simdjson parser's buffers and live until the next batch. (Not interpose/raw_event.h's RawEvent,
+// the recorder's ring slot: this was called that too until issue 20.)
+struct TraceEventFields {
   std::string_view ph, cat, name;
   bool has_ph = false, has_cat = false;
   Category category = Category::kSkip;
@@ -543,7 +544,7 @@ std::optional<std::string> shortString(od::value& v, std::string_view& out, uint
     if (auto gw_error_ = (expr)) return gw_error_;  \
   } while (false)
 
-std::optional<std::string> parseArgs(od::object args, RawEvent& raw, uint64_t index) {
+std::optional<std::string> parseArgs(od::object args, TraceEventFields& raw, uint64_t index) {
   for (auto field_result : args) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return malformed(e, at(index, "args"));
@@ -581,7 +582,7 @@ std::optional<std::string> parseArgs(od::object args, RawEvent& raw, uint64_t in
   return std::nullopt;
 }
 
-std::optional<std::string> parsePidOrTid(od::value& v, RawEvent& raw, uint64_t index, bool is_pid) {
+std::optional<std::string> parsePidOrTid(od::value& v, TraceEventFields& raw, uint64_t index, bool is_pid) {
   od::json_type type;
   if (auto e = v.type().get(type)) return malformed(e, at(index, is_pid ? "pid" : "tid"));
   if (type == od::json_type::string) {
@@ -600,7 +601,7 @@ std::optional<std::string> parsePidOrTid(od::value& v, RawEvent& raw, uint64_t i
 }
 
 // Reads the fields of one element; stops once ph and cat say the import does not use it.
-std::optional<std::string> parseEvent(od::object event, uint64_t index, RawEvent& raw) {
+std::optional<std::string> parseEvent(od::object event, uint64_t index, TraceEventFields& raw) {
   for (auto field_result : event) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return malformed(e, at(index));
@@ -1145,7 +1146,7 @@ class TraceReader {
     od::array elements;
     if (auto e = doc.get_array().get(elements)) return malformed(e, range());
     uint64_t index = first;
-    RawEvent raw;
+    TraceEventFields raw;
     for (auto element_result : elements) {
       od::value element;
       if (auto e = std::move(element_result).get(element)) return malformed(e, at(index));
@@ -1153,7 +1154,7 @@ class TraceReader {
       if (auto e = element.get_object().get(event)) {
         return e == simdjson::INCORRECT_TYPE ? at(index) + " is not an object" : malformed(e, at(index));
       }
-      raw = RawEvent{};
+      raw = TraceEventFields{};
       GW_TRY(parseEvent(event, index, raw));
       GW_TRY(mapEvent(raw, index));
       ++index;
@@ -1170,7 +1171,7 @@ class TraceReader {
     for (const NcclCallEvent& call : host_events_.takeNcclCalls()) feed_.hold(call);
   }
 
-  uint32_t threadId(const RawEvent& raw) {
+  uint32_t threadId(const TraceEventFields& raw) {
     if (!raw.has_tid) return 0;
     if (raw.tid_is_text) {
       auto it = text_threads_.find(raw.tid_text);
@@ -1200,7 +1201,7 @@ class TraceReader {
   }
 
   // One element to gapwatch's events: the one place where a Kineto event becomes a gapwatch one.
-  std::optional<std::string> mapEvent(const RawEvent& raw, uint64_t index) {
+  std::optional<std::string> mapEvent(const TraceEventFields& raw, uint64_t index) {
     if (raw.ph == "M") {
       if (raw.name == "thread_name" && raw.has_tid && !raw.tid_is_text && !raw.arg_name.empty()) {
         thread_names_[raw.tid] = std::string(raw.arg_name);
@@ -1374,7 +1375,7 @@ class TraceReader {
     return std::nullopt;
   }
 
-  void holdHostRange(v1::HostRangeKind kind, const RawEvent& raw, uint64_t start_ns, uint64_t end_ns) {
+  void holdHostRange(v1::HostRangeKind kind, const TraceEventFields& raw, uint64_t start_ns, uint64_t end_ns) {
     if (kind == v1::HOST_RANGE_KIND_UNSPECIFIED) return;
     ranges_out_.clear();
     const uint32_t thread = threadId(raw);
