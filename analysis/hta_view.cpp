@@ -1,6 +1,8 @@
 // analysis/hta_view.cpp: see hta_view.h.
 #include "analysis/hta_view.h"
 
+#include "reader/api_name.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -20,17 +22,6 @@ int64_t floorUs(uint64_t ns) { return static_cast<int64_t>(ns / 1000); }
 
 // HTA's round(x, 2) of a percentage.
 double round2(double x) { return std::round(x * 100.0) / 100.0; }
-
-// Kineto names calls without CUPTI's version suffix ("cudaLaunchKernel_v7000" in CUPTI's own
-// table); gapwatch's recorder may keep it. Compare without it.
-std::string_view withoutVersionSuffix(std::string_view name) {
-  const std::size_t at = name.rfind("_v");
-  if (at == std::string_view::npos || at + 2 == name.size()) return name;
-  for (std::size_t i = at + 2; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return name;
-  }
-  return name.substr(0, at);
-}
 
 // Calls that never have a GPU record of their own (allocations, polls, event records, module
 // loads, capture bounds) are not kept for the join: they are many of a trace's calls. Every other
@@ -63,7 +54,7 @@ bool HtaViewStage::launchStatName(uint32_t api_name_id) {
   }
   const std::string* name = strings_ ? strings_->find(v1::STRING_KIND_API_NAME, api_name_id) : nullptr;
   if (name == nullptr) return false;  // not defined yet: ask again next time
-  const std::string_view n = withoutVersionSuffix(*name);
+  const std::string_view n = withoutApiVersionSuffix(*name);  // exact names otherwise, as HTA
   const bool yes = n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" || n == "cudaMemcpyAsync" ||
                    n == "cudaMemsetAsync";
   if (api_name_id >= api_name_launch_.size()) api_name_launch_.resize(api_name_id + 1, -1);

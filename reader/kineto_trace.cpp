@@ -1,6 +1,7 @@
 // reader/kineto_trace.cpp: see kineto_trace.h.
 #include "reader/kineto_trace.h"
 
+#include "reader/api_name.h"
 #include "reader/gzip_source.h"
 #include "reader/kineto_call_sites.h"
 #include "reader/kineto_host_ranges.h"
@@ -106,21 +107,6 @@ bool parseInt(std::string_view text, int64_t& value) {
 }
 
 // --- names ---------------------------------------------------------------------------------------
-
-// cudaLaunchKernel_v7000, cudaMemcpyAsync_ptsz, cuLaunchKernel_ptsz, hipMemcpyAsync_spt -> the
-// base name (_spt: HIP's per-thread default stream variants).
-std::string_view baseApiName(std::string_view name) {
-  for (std::string_view suffix : {"_ptsz", "_ptds", "_spt"}) {
-    const std::size_t at = name.find(suffix);
-    if (at != std::string_view::npos) name = name.substr(0, at);
-  }
-  const std::size_t v = name.rfind("_v");
-  if (v != std::string_view::npos && v + 2 < name.size() &&
-      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(v + 2), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    name = name.substr(0, v);
-  }
-  return name;
-}
 
 struct ApiClass {
   v1::ApiKind kind = v1::API_KIND_OTHER;
