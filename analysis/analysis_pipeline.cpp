@@ -112,13 +112,18 @@ void AnalysisPipeline::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*offset*/
 
 void AnalysisPipeline::Fanout::onApiCall(const ApiCallEvent& call) {
   const bool copy = call.kind == v1::API_KIND_MEMCPY_ASYNC || call.kind == v1::API_KIND_MEMCPY;
-  const bool join_blocked = call.kind == v1::API_KIND_MEMCPY_ASYNC && !call.blocked;
+  const bool join_blocked = copy && !call.blocked;
   const bool join_size = copy && (call.copy_kind == v1::COPY_KIND_UNSPECIFIED || call.bytes == 0);
   if ((join_blocked || join_size) && call.correlation_id != 0) {
     auto it = pipeline_.copy_blocks_.find(call.correlation_id);
-    if (it != pipeline_.copy_blocks_.end() && ((join_blocked && it->second.blocks) || join_size)) {
+    // A synchronous copy (cudaMemcpy, hipMemcpy, hipMemcpyWithStream: PyTorch's .item() on ROCm)
+    // to the host returns only when the copy is done, whatever the host memory (CUDA's "API
+    // synchronization behavior"); an async one blocks where copyBlocksHost() says.
+    const bool blocks = it != pipeline_.copy_blocks_.end() &&
+                        (it->second.blocks || (call.kind == v1::API_KIND_MEMCPY && it->second.copy_kind == v1::COPY_KIND_D2H));
+    if (it != pipeline_.copy_blocks_.end() && ((join_blocked && blocks) || join_size)) {
       ApiCallEvent joined = call;
-      if (join_blocked && it->second.blocks) joined.blocked = true;
+      if (join_blocked && blocks) joined.blocked = true;
       if (joined.copy_kind == v1::COPY_KIND_UNSPECIFIED) joined.copy_kind = it->second.copy_kind;
       if (joined.bytes == 0) joined.bytes = it->second.bytes;
       for (auto& stage : pipeline_.stages_) stage->onApiCall(joined);

@@ -320,10 +320,13 @@ static std::string gapActivityName(const GapActivity& a, const StringTable* stri
     case v1::ACTIVITY_KIND_MEMCPY: {
       static const char* const kKinds[] = {"", " HtoD", " DtoH", " DtoD", " HtoH", " PtoP"};
       const auto k = static_cast<std::size_t>(a.copy_kind);
-      return std::string("memcpy") + (k < 6 ? kKinds[k] : "") + " " + formatCount(a.bytes) + " B";
+      // A size of 0 is one the trace does not give (ROCm's copy records, Kineto's memsets): none
+      // is shown rather than "0 B".
+      std::string name = std::string("memcpy") + (k < 6 ? kKinds[k] : "");
+      return a.bytes == 0 ? name : name + " " + formatCount(a.bytes) + " B";
     }
     case v1::ACTIVITY_KIND_MEMSET:
-      return "memset " + formatCount(a.bytes) + " B";
+      return a.bytes == 0 ? std::string("memset") : "memset " + formatCount(a.bytes) + " B";
     default:
       return "";
   }

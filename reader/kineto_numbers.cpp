@@ -66,4 +66,24 @@ bool parseInt(std::string_view text, int64_t& value) {
   return true;
 }
 
+bool parsePointer(std::string_view text, uint64_t& value) {
+  if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) return false;
+  uint64_t v = 0;
+  for (const char c : text.substr(2)) {
+    unsigned digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      digit = static_cast<unsigned>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      digit = static_cast<unsigned>(c - 'A' + 10);
+    } else {
+      return false;
+    }
+    v = v << 4 | digit;
+  }
+  value = v;
+  return true;
+}
+
 }  // namespace gapwatch

@@ -21,4 +21,9 @@ bool microsToNs(std::string_view text, uint64_t& ns);
 // accepted too. Anything past int64's range is refused rather than wrapped into another number.
 bool parseInt(std::string_view text, int64_t& value);
 
+// A pointer as C++ formats one ("0x55d3c8a0e000", "0x0"): Kineto's ROCm back ends write a HIP
+// call's stream so (libkineto/src/RoctracerActivity_inl.h). 1 to 16 hex digits after "0x"; the
+// value is the pointer's bits.
+bool parsePointer(std::string_view text, uint64_t& value);
+
 }  // namespace gapwatch

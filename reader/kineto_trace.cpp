@@ -201,6 +201,18 @@ std::optional<std::string> intField(const RawNumber& n, int64_t& value, bool& ha
   return std::nullopt;
 }
 
+// args.stream: an integer as intField() reads it, or, as Kineto's ROCm back ends write a HIP
+// call's stream, a pointer ("0x55d3c8a0e000"), whose bits are the stream's id.
+std::optional<std::string> streamField(const RawNumber& n, int64_t& value, bool& has, uint64_t index) {
+  uint64_t pointer = 0;
+  if (n.present && n.is_string && parsePointer(n.text, pointer)) {
+    value = static_cast<int64_t>(pointer);
+    has = true;
+    return std::nullopt;
+  }
+  return intField(n, value, has, index, "args.stream");
+}
+
 // A key's text up to its closing quote, so that one length switch picks the few keys used (a key
 // with an escape in it matches none of them). The closing quote is there: simdjson's stage 1
 // checked the strings, and its padding follows the text.
@@ -238,6 +250,10 @@ std::optional<std::string> parseArgs(od::object args, TraceEventFields& raw, uin
       GW_TRY(rawNumber(v, raw.stream, index, "args.stream"));
     } else if (key == "bytes") {
       GW_TRY(rawNumber(v, raw.bytes, index, "args.bytes"));
+    } else if (key == "size" && raw.category == Category::kRuntime) {
+      // A HIP copy call's size as Kineto's roctracer back end writes it ("size": "4096"), whose
+      // GPU record carries none; its rocprofiler back end calls it "bytes".
+      GW_TRY(rawNumber(v, raw.bytes, index, "args.size"));
     } else if (key == "cbid") {
       GW_TRY(rawNumber(v, raw.cbid, index, "args.cbid"));
     } else if (key == "device") {
@@ -934,7 +950,7 @@ class TraceReader {
     int64_t correlation = 0, stream = 0, bytes = 0, cbid = 0, device = 0;
     bool has_correlation = false, has_stream = false, has_bytes = false, has_cbid = false, has_device = false;
     GW_TRY(intField(raw.correlation, correlation, has_correlation, index, "args.correlation"));
-    GW_TRY(intField(raw.stream, stream, has_stream, index, "args.stream"));
+    GW_TRY(streamField(raw.stream, stream, has_stream, index));
     GW_TRY(intField(raw.bytes, bytes, has_bytes, index, "args.bytes"));
     GW_TRY(intField(raw.cbid, cbid, has_cbid, index, "args.cbid"));
     GW_TRY(intField(raw.device, device, has_device, index, "args.device"));
@@ -994,6 +1010,11 @@ class TraceReader {
         c.correlation_id = has_correlation && correlation > 0 ? static_cast<uint64_t>(correlation) : 0;
         c.domain = category == Category::kRuntime ? v1::API_DOMAIN_RUNTIME : v1::API_DOMAIN_DRIVER;
         c.cbid = has_cbid && cbid >= 0 && cbid <= UINT32_MAX ? static_cast<uint32_t>(cbid) : 0;
+        // A copy call's size where the writer put it on the call (ROCm); the analysis joins the
+        // GPU record's otherwise (AnalysisPipeline::Fanout::onApiCall).
+        if (has_bytes && bytes > 0 && (c.kind == v1::API_KIND_MEMCPY || c.kind == v1::API_KIND_MEMCPY_ASYNC)) {
+          c.bytes = static_cast<uint64_t>(bytes);
+        }
         c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, raw.name);
         // Where in Python it was made: the innermost python_function around it on its thread.
         if (const std::string* site = call_sites_.siteOf(c.thread_id, c.start_ns, c.end_ns)) {

@@ -16,8 +16,11 @@ as Kineto writes them), with what HTA's rules turn on varied by a seed:
 - graph launches whose kernels all start before the call (the GPU clock ahead of the CPU's);
 - launches through the driver API (cuLaunchKernel, category cuda_driver: Triton, torch.compile);
 - every fourth seed (seed % 4 == 2) a ROCm trace: the calls named as HIP names them
-  (hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyAsync, ...) and copies' `bytes` written as
-  strings, as Kineto's ROCm back ends do.
+  (hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyAsync, ...), no cuda_sync records, and the
+  args as Kineto's ROCm back ends write them (libkineto/src/RoctracerActivity_inl.h and
+  RocprofActivity_inl.h): "cid", a call's stream as a pointer string, a GPU record's "kind" as a
+  word; a copy's size as the call's "size" string (roctracer, seed % 8 == 2) or as the call's
+  "bytes" string and the record's "bytes" number (rocprofiler, seed % 8 == 6).
 
     kineto_trace_generator.py SEED OUT.json[.gz]
 """
@@ -34,6 +37,7 @@ NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
 def generate(seed):
     rng = random.Random(seed)
     rocm = seed % 4 == 2
+    roctracer = seed % 8 == 2  # else Kineto's rocprofiler back end
     floats = rng.random() < 0.5
     short_records = floats and rng.random() < 0.6
     steps = rng.choice([0, 1, 2, 3, 5])
@@ -73,16 +77,27 @@ def generate(seed):
                               "memset": "hipMemsetAsync", "nccl": "hipLaunchKernel", "graph": "hipGraphLaunch",
                               "sync": "hipStreamSynchronize", "other": "hipEventRecord", "driver": "hipModuleLaunchKernel"})
             call_ts, call_frac = t0 + host, frac()
+            size = rng.randint(4, 1 << 20)
             if names[kind] is not None:
                 cat = "cuda_driver" if kind == "driver" and not rocm else "cuda_runtime"
+                args = {"cbid": 211, "correlation": correlation, "External id": correlation}
+                if rocm:
+                    args = {"External id": correlation, "cid": 42, "correlation": correlation}
+                    if kind in ("kernel", "exc", "nccl", "driver") and roctracer:
+                        args.update({"stream": "0x%x" % (0x55d3c8a0e000 + stream), "grid": [304, 1, 1], "block": [256, 1, 1]})
+                    elif kind == "memcpy":
+                        args.update({"stream": "0x%x" % (0x55d3c8a0e000 + stream), "src": "0x7f2b0ee69af8",
+                                     "dst": "0x7f2c0e75690e", "size" if roctracer else "bytes": str(size), "kind": "1"})
                 dev.append({"ph": "X", "cat": cat, "name": names[kind], "pid": pid, "tid": tid,
-                            "ts": when(call_ts, call_frac), "dur": when(call_dur, 0),
-                            "args": {"cbid": 211, "correlation": correlation, "External id": correlation}})
+                            "ts": when(call_ts, call_frac), "dur": when(call_dur, 0), "args": args})
             host += call_dur
             if kind == "other":
                 continue
             if kind == "sync":
                 end = max(free[stream], host)
+                if rocm:  # no cuda_sync records: CUPTI's, not roctracer's
+                    host = max(host, end + 1)
+                    continue
                 dev.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": stream,
                             "ts": when(t0 + host - call_dur + 1, 0), "dur": when(max(1, end - (host - call_dur + 1)), 0),
                             "args": {"cuda_sync_kind": "Stream Sync", "stream": stream, "device": 0,
@@ -106,6 +121,12 @@ def generate(seed):
                     dur, dur_frac = 0, rng.randint(1, 999)  # under a microsecond
                 if kind in ("memcpy",):
                     name, cat = rng.choice(["Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)"]), "gpu_memcpy"
+                    if rocm:
+                        name = name.replace("Pinned", "Host").replace("Pageable", "Host")
+                        for call in reversed(dev):  # its call's hipMemcpyKind: 1 HtoD, 2 DtoH
+                            if call["cat"] == "cuda_runtime" and call["args"]["correlation"] == correlation:
+                                call["args"]["kind"] = "1" if "HtoD" in name else "2"
+                                break
                 elif kind == "memset":
                     name, cat = "Memset (Device)", "gpu_memset"
                 elif kind == "nccl":
@@ -117,9 +138,12 @@ def generate(seed):
                 record = {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
                           "ts": when(t0 + start, frac()), "dur": when(dur, dur_frac),
                           "args": {"device": 0, "stream": stream, "correlation": corr, "External id": corr}}
-                if cat == "gpu_memcpy":
-                    size = rng.randint(4, 1 << 20)
-                    record["args"]["bytes"] = str(size) if rocm else size
+                if rocm:
+                    record["args"]["kind"] = {"kernel": "Dispatch Kernel", "gpu_memset": "Device"}.get(cat) or name.split()[1]
+                if cat == "gpu_memcpy" and not (rocm and roctracer):
+                    record["args"]["bytes"] = size
+                    if rocm:
+                        record["args"]["memory bandwidth (GB/s)"] = round(size / max(dur, 1) / 1000.0, 3)
                 dev.append(record)
                 # A stream's records are written in time order, as CUPTI delivers them: one under a
                 # microsecond ends within its start's microsecond, so the next starts after it.

@@ -3,6 +3,7 @@
 // with one line, and the streaming itself (bounded memory, read boundaries, metadata after
 // traceEvents).
 #include "analysis/run_analysis.h"
+#include "reader/kineto_numbers.h"
 #include "reader/kineto_trace.h"
 
 #include <catch2/catch.hpp>
@@ -438,6 +439,76 @@ TEST_CASE("ROCm traces: hip* calls are their CUDA twins, and numbers written as 
                R"(traceEvents[0].args.bytes is not a number ("4 KiB"))");
   checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"stream": "99999999999999999999"}}]})",
                "traceEvents[0].args.stream is not a number");
+}
+
+TEST_CASE("ROCm traces as roctracer writes them: a call's stream is a pointer, a copy's size is on its call", "[kineto]") {
+  // libkineto/src/RoctracerActivity_inl.h: a HIP call's stream as C++ prints a pointer, a copy
+  // call's "size", "kind", "src" and "dst" as strings, grid and block as arrays; a GPU record's
+  // "kind" as a word and no size on it. Until issue 20 the pointer refused the whole trace.
+  const std::string trace = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"External id": 3, "cid": 42, "correlation": 3, "kernel": "k", "stream": "0x55d3c8a0e000",
+              "grid": [304, 1, 1], "block": [256, 1, 1], "shared memory": 0}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 16, "dur": 20,
+     "args": {"device": 0, "stream": 0, "correlation": 3, "External id": 3, "kind": "Dispatch Kernel"}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipMemcpyWithStream", "pid": 1, "tid": 1, "ts": 50, "dur": 40,
+     "args": {"stream": "0x0", "cid": 43, "correlation": 5, "src": "0x7f2b0ee69af8", "dst": "0x7f2c0e75690e",
+              "size": "4", "kind": "2"}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Host)", "pid": 0, "tid": 0, "ts": 60, "dur": 4,
+     "args": {"device": 0, "stream": 0, "correlation": 5, "External id": 5, "kind": "DtoH"}}
+  ]})J";
+  Collected got;
+  const KinetoReadResult r = readText(trace, got);
+  REQUIRE(r.read.ok());
+  REQUIRE(got.calls.size() == 2);
+  CHECK(got.calls[0].kind == v1::API_KIND_LAUNCH);
+  CHECK(got.calls[1].kind == v1::API_KIND_MEMCPY);
+  CHECK(got.calls[1].bytes == 4);
+  REQUIRE(got.activities.size() == 2);
+  CHECK(got.activities[1].copy_kind == v1::COPY_KIND_D2H);
+  CHECK(got.activities[1].bytes == 0);  // not in the record: the size is the call's
+  // A pointer is read as one; anything else in a stream string is still refused.
+  uint64_t pointer = 0;
+  CHECK(parsePointer("0x55d3c8a0e000", pointer));
+  CHECK(pointer == 0x55d3c8a0e000);
+  CHECK(parsePointer("0xFFFFFFFFFFFFFFFF", pointer));
+  CHECK(pointer == UINT64_MAX);
+  CHECK_FALSE(parsePointer("0x", pointer));
+  CHECK_FALSE(parsePointer("0x1ffffffffffffffff", pointer));  // 17 digits
+  CHECK_FALSE(parsePointer("55d3", pointer));
+  checkRefused(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "args": {"stream": "0xq1"}}]})",
+               R"(traceEvents[0].args.stream is not a number ("0xq1"))");
+}
+
+TEST_CASE("a synchronous copy to the host is a sync point in a trace: hipMemcpyWithStream, PyTorch's .item() on ROCm", "[kineto]") {
+  // The call returns when its copy is done, whatever the host memory; before issue 20 only a
+  // copy named Pageable made a copy call a sync point, so ROCm's .item() was none.
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "gapwatch_kineto_sync_copy_test.json";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << R"J({"traceEvents": [
+      {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 3}},
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 16, "dur": 500, "args": {"device": 0, "stream": 0, "correlation": 3}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "hipMemcpyWithStream", "pid": 1, "tid": 1, "ts": 20, "dur": 505,
+       "args": {"stream": "0x0", "correlation": 5, "size": "4", "kind": "2"}},
+      {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Host)", "pid": 0, "tid": 0, "ts": 517, "dur": 3,
+       "args": {"device": 0, "stream": 0, "correlation": 5, "kind": "DtoH"}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 700, "dur": 5, "args": {"correlation": 6}},
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 706, "dur": 50, "args": {"device": 0, "stream": 0, "correlation": 6}}
+    ]})J";
+  }
+  const analysis::RunReport report = analysis::analyseRecordingFiles({path.string()}, analysis::AnalysisOptions{});
+  std::filesystem::remove(path);
+  REQUIRE(report.analysis.processes.size() == 1);
+  const analysis::ProcessAnalysis& p = report.analysis.processes[0];
+  const analysis::SyncTypeStats* copy = nullptr;
+  for (const analysis::SyncTypeStats& s : p.sync_points) {
+    if (s.kind == SyncPointKind::kSyncCopy) copy = &s;
+  }
+  REQUIRE(copy != nullptr);
+  CHECK(copy->count == 1);
+  CHECK(copy->small_reads == 1);
+  CHECK(copy->total_ns == 500'000);  // from its entry at 20 us to its copy's end at 520 us
 }
 
 TEST_CASE("integers at int64's limits are read exactly", "[kineto]") {

@@ -5,7 +5,10 @@ annotations and ops first, then the device block with each GPU record near its c
 
 - rocm_mi300_train: PyTorch on ROCm (Kineto's roctracer back end): HIP call names
   (hipLaunchKernel, hipExtModuleLaunchKernel for hipBLASLt/Tensile kernels, hipMemcpyAsync,
-  hipMemcpyWithStream for .item(), hipStreamSynchronize), copies' `bytes` as strings, RCCL kernels;
+  hipMemcpyWithStream for .item(), hipStreamSynchronize), RCCL kernels, and the args as that back
+  end writes them (libkineto/src/RoctracerActivity_inl.h): a call's stream as a pointer string
+  ("0x7f..."), a copy call's "size", "kind", "src" and "dst" as strings, grid and block as arrays;
+  a GPU record's "kind" as a word ("Dispatch Kernel", "HtoD") and no bytes on it;
 - triton_driver_launches: torch.compile: Triton kernels launched with cuLaunchKernel (category
   cuda_driver) between aten's cudaLaunchKernel launches;
 - ns_timestamps: newer Kineto's nanosecond timestamps (three decimals), with many kernels under a
@@ -58,14 +61,31 @@ class Trace:
     def d(self, us):
         return round(us, 3) if self.ns else max(1, int(round(us)))
 
-    def call(self, name, dur, cat="cuda_runtime"):
+    def call(self, name, dur, cat="cuda_runtime", stream=0, nbytes=None, kernel=None):
         self.correlation += 1
         start = self.host
+        args = {"cbid": 211, "correlation": self.correlation, "External id": self.correlation}
+        if self.rocm:
+            args = self.hip_call_args(name, stream, nbytes, kernel)
         self.dev.append({"ph": "X", "cat": cat, "name": name, "pid": self.pid, "tid": self.tid,
-                         "ts": self.t(start), "dur": self.d(dur),
-                         "args": {"cbid": 211, "correlation": self.correlation, "External id": self.correlation}})
+                         "ts": self.t(start), "dur": self.d(dur), "args": args})
         self.host += dur
         return start, self.correlation
+
+    def hip_call_args(self, name, stream, nbytes, kernel):
+        """A HIP call's args as Kineto's roctracer back end writes them: "cid" for cbid, pointers
+        (the stream, a copy's ends) as "0x..." strings, a copy's size and hipMemcpyKind as strings."""
+        args = {"External id": self.correlation, "cid": 42, "correlation": self.correlation}
+        queue = "0x%x" % (0x55d3c8a0e000 + 0x40 * stream)
+        if nbytes is not None:
+            if name in ("hipMemcpyAsync", "hipMemcpyWithStream"):
+                args["stream"] = queue
+            args.update({"src": "0x7f2b%08x" % self.rng.randrange(1 << 28), "dst": "0x7f2c%08x" % self.rng.randrange(1 << 28),
+                         "size": str(nbytes), "kind": "1" if "HtoD" in kernel else "2"})
+        elif kernel is not None:
+            args.update({"kernel": kernel, "stream": queue, "grid": [self.rng.choice([64, 304, 1216]), 1, 1],
+                         "block": [256, 1, 1], "shared memory": self.rng.choice([0, 16384])})
+        return args
 
     def record(self, cat, name, stream, dur, after_us, correlation, extra=None):
         """A GPU record on `stream`, no earlier than `after_us` nor the stream's last end."""
@@ -73,6 +93,8 @@ class Trace:
         if not self.ns:
             start, dur = float(int(start) + 1), float(max(1, int(round(dur))))
         args = {"device": 0, "stream": stream, "correlation": correlation, "External id": correlation}
+        if self.rocm:
+            args["kind"] = {"kernel": "Dispatch Kernel", "gpu_memset": "Device"}.get(cat) or name.split()[1]
         args.update(extra or {})
         self.dev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
                          "ts": self.t(start), "dur": self.d(dur), "args": args})
@@ -82,13 +104,18 @@ class Trace:
         return start + dur
 
     def launch(self, kernel, stream, dur, call="cudaLaunchKernel", cat="cuda_runtime"):
-        start, corr = self.call(call, self.rng.uniform(3, 9), cat)
+        start, corr = self.call(call, self.rng.uniform(3, 9), cat, stream=stream, kernel=kernel)
         return self.record("kernel", kernel, stream, dur, start + 2, corr)
 
-    def copy(self, name, call, stream, dur, nbytes):
-        start, corr = self.call(call, self.rng.uniform(4, 12))
-        return self.record("gpu_memcpy", name, stream, dur, start + 2, corr,
-                           {"bytes": str(nbytes) if self.rocm else nbytes})
+    def copy(self, name, call, stream, dur, nbytes, blocking=False):
+        start, corr = self.call(call, self.rng.uniform(4, 12), stream=stream, nbytes=nbytes, kernel=name)
+        # roctracer's GPU copy records carry no size: it is on the call ("size").
+        end = self.record("gpu_memcpy", name, stream, dur, start + 2, corr, None if self.rocm else {"bytes": nbytes})
+        if blocking:  # a synchronous copy's call returns when the copy is done
+            call_index = max(i for i, e in enumerate(self.dev) if e["cat"] == "cuda_runtime")
+            self.dev[call_index]["dur"] = self.d(end + 1 - start)
+            self.host = end + 1
+        return end
 
     def sync(self, call, stream):
         start, corr = self.call(call, 1)
@@ -150,8 +177,12 @@ def rocm_mi300_train():
             t.host += t.rng.uniform(2, 30)
         t.launch("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", 1, t.rng.uniform(300, 700),
                  "hipLaunchKernel")
-        t.copy("Memcpy DtoH (Device -> Host)", "hipMemcpyWithStream", 0, 3, 4)  # loss.item()
-        t.sync("hipStreamSynchronize", 0)
+        # loss.item(): on ROCm, PyTorch's memcpy_and_sync is one hipMemcpyWithStream (no stream
+        # synchronize after it, as on CUDA); a hipStreamSynchronize every other step (an explicit
+        # torch.cuda.synchronize() for timing).
+        t.copy("Memcpy DtoH (Device -> Host)", "hipMemcpyWithStream", 0, 3, 4, blocking=True)
+        if len(t.steps) % 2 == 0:
+            t.sync("hipStreamSynchronize", 0)
         t.step_end()
     t.write("rocm_mi300_train")
 
