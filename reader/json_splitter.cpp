@@ -1,6 +1,8 @@
 // reader/json_splitter.cpp: see json_splitter.h.
 #include "reader/json_splitter.h"
 
+#include "reader/json_text.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -12,7 +14,6 @@
 namespace gapwatch {
 namespace {
 
-bool isSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // What a byte outside a string does to the scan: nothing, opens a string, opens or closes a level.
 enum : uint8_t { kPlain = 0, kQuote = 1, kOpen = 2, kClose = 3 };
@@ -143,7 +144,7 @@ bool JsonSplitter::readMore() {
 
 int JsonSplitter::peek() {
   for (;;) {
-    while (pos_ < end_ && isSpace(static_cast<uint8_t>(buffer_[pos_]))) ++pos_;
+    while (pos_ < end_ && isJsonSpace(buffer_[pos_])) ++pos_;
     if (pos_ < end_) return static_cast<uint8_t>(buffer_[pos_]);
     // Whitespace after kept bytes is kept with them: bound it like a value.
     if (offset() - std::max(keep_from_, base_offset_) > limits_.max_value_bytes + limits_.block_bytes) {

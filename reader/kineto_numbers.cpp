@@ -1,12 +1,9 @@
 // reader/kineto_numbers.cpp: see kineto_numbers.h.
 #include "reader/kineto_numbers.h"
 
+#include "reader/json_text.h"
+
 namespace gapwatch {
-namespace {
-
-bool isJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-}  // namespace
 
 std::string_view trimRight(std::string_view s) {
   while (!s.empty() && isJsonSpace(s.back())) s.remove_suffix(1);

@@ -1,6 +1,7 @@
 // reader/kineto_record_names.cpp: see kineto_record_names.h.
 #include "reader/kineto_record_names.h"
 
+#include "reader/json_text.h"
 #include "reader/kineto_numbers.h"
 
 namespace gapwatch {
@@ -15,17 +16,6 @@ v1::MemoryKind memoryKindFromWord(std::string_view w) {
   if (w == "ManagedStatic") return v1::MEMORY_KIND_MANAGED_STATIC;
   return v1::MEMORY_KIND_UNSPECIFIED;
 }
-
-namespace {
-
-bool isJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isJsonSpace(s.front())) s.remove_prefix(1);
-  return trimRight(s);
-}
-
-}  // namespace
 
 // "Memcpy HtoD (Pageable -> Device)" -> H2D, PAGEABLE, DEVICE.
 void parseMemcpyName(std::string_view name, DeviceActivityEvent& a) {
@@ -44,8 +34,8 @@ void parseMemcpyName(std::string_view name, DeviceActivityEvent& a) {
   const std::string_view inside = name.substr(open + 1, close - open - 1);
   const std::size_t arrow = inside.find("->");
   if (arrow == std::string_view::npos) return;
-  a.src_memory = memoryKindFromWord(trim(inside.substr(0, arrow)));
-  a.dst_memory = memoryKindFromWord(trim(inside.substr(arrow + 2)));
+  a.src_memory = memoryKindFromWord(trimJsonSpace(inside.substr(0, arrow)));
+  a.dst_memory = memoryKindFromWord(trimJsonSpace(inside.substr(arrow + 2)));
 }
 
 // "Memset (Device)" -> dst DEVICE.
@@ -53,7 +43,7 @@ void parseMemsetName(std::string_view name, DeviceActivityEvent& a) {
   const std::size_t open = name.find('(');
   const std::size_t close = name.rfind(')');
   if (open == std::string_view::npos || close == std::string_view::npos || close < open) return;
-  a.dst_memory = memoryKindFromWord(trim(name.substr(open + 1, close - open - 1)));
+  a.dst_memory = memoryKindFromWord(trimJsonSpace(name.substr(open + 1, close - open - 1)));
 }
 
 v1::SyncKind syncKindFromName(std::string_view n) {

@@ -10,6 +10,7 @@
 #include "reader/kineto_record_names.h"
 #include "reader/ordered_appends.h"
 #include "reader/json_splitter.h"
+#include "reader/json_text.h"
 
 #include <simdjson.h>
 
@@ -42,7 +43,6 @@ constexpr uint64_t kEpochTimesFromNs = uint64_t{1'000'000'000'000'000'000};
 
 bool isGzip(std::span<const uint8_t> b) { return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
 
-bool isSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 std::string errorText(simdjson::error_code e) { return simdjson::error_message(e); }
 
@@ -78,7 +78,7 @@ bool isWanted(std::string_view ph, Category category) {
 bool plainlyUnused(std::string_view e) {
   std::size_t i = 0;
   const auto space = [&] {
-    while (i < e.size() && isSpace(static_cast<uint8_t>(e[i]))) ++i;
+    while (i < e.size() && isJsonSpace(e[i])) ++i;
   };
   const auto take = [&](std::string_view text) {
     space();
@@ -1238,7 +1238,7 @@ KinetoReadResult refused(KinetoReadResult result, ReadErrorKind kind, std::strin
 bool looksLikeKinetoTrace(std::span<const uint8_t> first_bytes) {
   if (isGzip(first_bytes)) return true;
   for (uint8_t c : first_bytes) {
-    if (isSpace(c)) continue;
+    if (isJsonSpace(static_cast<char>(c))) continue;
     return c == '{';
   }
   return false;
