@@ -8,6 +8,7 @@
 #include "analysis/device_idle.h"
 #include "analysis/kernel_stats.h"
 #include "analysis/launch_stats.h"
+#include "analysis/sync_points.h"
 #include "analysis/sync_stats.h"
 #include "reader/enum_labels.h"
 
@@ -117,10 +118,12 @@ void AnalysisPipeline::Fanout::onApiCall(const ApiCallEvent& call) {
   if ((join_blocked || join_size) && call.correlation_id != 0) {
     auto it = pipeline_.copy_blocks_.find(call.correlation_id);
     // A synchronous copy (cudaMemcpy, hipMemcpy, hipMemcpyWithStream: PyTorch's .item() on ROCm)
-    // to the host returns only when the copy is done, whatever the host memory (CUDA's "API
-    // synchronization behavior"); an async one blocks where copyBlocksHost() says.
+    // to the host returns only when the copy is done, whatever the host memory
+    // (synchronousCopyBlocks); an async one blocks where copyBlocksHost() says.
     const bool blocks = it != pipeline_.copy_blocks_.end() &&
-                        (it->second.blocks || (call.kind == v1::API_KIND_MEMCPY && it->second.copy_kind == v1::COPY_KIND_D2H));
+                        (it->second.blocks || (call.kind == v1::API_KIND_MEMCPY &&
+                                               synchronousCopyBlocks(it->second.copy_kind,
+                                                                     call.bytes != 0 ? call.bytes : it->second.bytes)));
     if (it != pipeline_.copy_blocks_.end() && ((join_blocked && blocks) || join_size)) {
       ApiCallEvent joined = call;
       if (join_blocked && blocks) joined.blocked = true;

@@ -31,6 +31,12 @@ std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call) {
   }
 }
 
+bool synchronousCopyBlocks(v1::CopyKind kind, uint64_t bytes) {
+  constexpr uint64_t kSmallHostToDeviceBytes = 64 * 1024;
+  return kind == v1::COPY_KIND_D2H || kind == v1::COPY_KIND_H2H ||
+         (kind == v1::COPY_KIND_H2D && bytes > kSmallHostToDeviceBytes);
+}
+
 const char* syncPointKey(SyncPointKind kind) {
   switch (kind) {
     case SyncPointKind::kDeviceSync: return "device_sync";

@@ -37,6 +37,14 @@ inline constexpr std::size_t kSyncPointKindCount = 9;
 // by one: consecutive ones of a thread make a polling loop (isPoll, and the stages that join them).
 std::optional<SyncPointKind> classifySyncPoint(const ApiCallEvent& call);
 
+// Whether a synchronous copy call (cudaMemcpy, cuMemcpyDtoH, hipMemcpy, hipMemcpyWithStream)
+// waits for the device, by its direction and size (CUDA's "API synchronization behavior"): to or
+// between host memory always; host to device only past 64 KiB, which the runtime stages and
+// returns from early; device to device never. The recorder decides it so from the call's params
+// (interpose/cuda_api_map.cpp); a trace's call gets it from its GPU record (AnalysisPipeline).
+// tests/unit/api_classification_agreement_test.cpp holds the two to one rule.
+bool synchronousCopyBlocks(v1::CopyKind kind, uint64_t bytes);
+
 // A non-blocking query (cudaEventQuery, cudaStreamQuery): one poll of a polling loop. A thread's
 // consecutive polls, with no other recorded call of that thread between them, are one loop that
 // ends with the poll that saw the work done (the program stops polling then).

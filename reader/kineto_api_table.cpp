@@ -16,6 +16,7 @@ ApiClass classifyApi(std::string_view full_name) {
   };
   static constexpr Entry kTable[] = {
       {"cudaLaunchKernel", v1::API_KIND_LAUNCH, false},
+      {"__cudaLaunchKernel", v1::API_KIND_LAUNCH, false},  // CUDA 13's cudaLaunchKernel (CUPTI cbid 505)
       {"cudaLaunchKernelExC", v1::API_KIND_LAUNCH, false},
       {"cudaLaunchCooperativeKernel", v1::API_KIND_LAUNCH, false},
       {"cudaLaunchCooperativeKernelMultiDevice", v1::API_KIND_LAUNCH, false},
@@ -32,7 +33,7 @@ ApiClass classifyApi(std::string_view full_name) {
       {"cudaMemcpyFromSymbol", v1::API_KIND_MEMCPY, false},
       {"cuMemcpy", v1::API_KIND_MEMCPY, false},
       {"cuMemcpyHtoD", v1::API_KIND_MEMCPY, false},
-      {"cuMemcpyDtoH", v1::API_KIND_MEMCPY, false},
+      {"cuMemcpyDtoH", v1::API_KIND_MEMCPY, true},  // to the host: done when it returns
       {"cuMemcpyDtoD", v1::API_KIND_MEMCPY, false},
       {"cudaMemcpyAsync", v1::API_KIND_MEMCPY_ASYNC, false},
       {"cudaMemcpy2DAsync", v1::API_KIND_MEMCPY_ASYNC, false},
@@ -47,10 +48,12 @@ ApiClass classifyApi(std::string_view full_name) {
       {"cudaMemset", v1::API_KIND_MEMSET, false},
       {"cudaMemset2D", v1::API_KIND_MEMSET, false},
       {"cuMemsetD8", v1::API_KIND_MEMSET, false},
+      {"cuMemsetD16", v1::API_KIND_MEMSET, false},
       {"cuMemsetD32", v1::API_KIND_MEMSET, false},
       {"cudaMemsetAsync", v1::API_KIND_MEMSET_ASYNC, false},
       {"cudaMemset2DAsync", v1::API_KIND_MEMSET_ASYNC, false},
       {"cuMemsetD8Async", v1::API_KIND_MEMSET_ASYNC, false},
+      {"cuMemsetD16Async", v1::API_KIND_MEMSET_ASYNC, false},
       {"cuMemsetD32Async", v1::API_KIND_MEMSET_ASYNC, false},
       {"cudaDeviceSynchronize", v1::API_KIND_DEVICE_SYNC, true},
       {"cudaThreadSynchronize", v1::API_KIND_DEVICE_SYNC, true},
@@ -73,6 +76,7 @@ ApiClass classifyApi(std::string_view full_name) {
       {"cudaMallocManaged", v1::API_KIND_MALLOC, true},
       {"cudaMallocAsync", v1::API_KIND_MALLOC, false},
       {"cuMemAlloc", v1::API_KIND_MALLOC, true},
+      {"cuMemAllocManaged", v1::API_KIND_MALLOC, true},
       {"cudaFree", v1::API_KIND_FREE, true},
       {"cudaFreeAsync", v1::API_KIND_FREE, false},
       {"cuMemFree", v1::API_KIND_FREE, true},
@@ -81,14 +85,17 @@ ApiClass classifyApi(std::string_view full_name) {
       {"cudaHostRegister", v1::API_KIND_HOST_ALLOC, false},
       {"cuMemAllocHost", v1::API_KIND_HOST_ALLOC, false},
       {"cuMemHostAlloc", v1::API_KIND_HOST_ALLOC, false},
+      {"cuMemHostRegister", v1::API_KIND_HOST_ALLOC, false},
       {"cudaFreeHost", v1::API_KIND_HOST_FREE, true},
       {"cudaHostUnregister", v1::API_KIND_HOST_FREE, false},
       {"cuMemFreeHost", v1::API_KIND_HOST_FREE, true},
+      {"cuMemHostUnregister", v1::API_KIND_HOST_FREE, false},
       {"cuModuleLoad", v1::API_KIND_MODULE_LOAD, false},
       {"cuModuleLoadData", v1::API_KIND_MODULE_LOAD, false},
       {"cuModuleLoadDataEx", v1::API_KIND_MODULE_LOAD, false},
       {"cuLibraryLoadData", v1::API_KIND_MODULE_LOAD, false},
       {"cudaStreamBeginCapture", v1::API_KIND_CAPTURE_BEGIN, false},
+      {"cudaStreamBeginCaptureToGraph", v1::API_KIND_CAPTURE_BEGIN, false},
       {"cuStreamBeginCapture", v1::API_KIND_CAPTURE_BEGIN, false},
       {"cudaStreamEndCapture", v1::API_KIND_CAPTURE_END, false},
       {"cuStreamEndCapture", v1::API_KIND_CAPTURE_END, false},
@@ -97,6 +104,7 @@ ApiClass classifyApi(std::string_view full_name) {
       {"cudaGraphInstantiateWithParams", v1::API_KIND_GRAPH_INSTANTIATE, false},
       {"cuGraphInstantiate", v1::API_KIND_GRAPH_INSTANTIATE, false},
       {"cuGraphInstantiateWithFlags", v1::API_KIND_GRAPH_INSTANTIATE, false},
+      {"cuGraphInstantiateWithParams", v1::API_KIND_GRAPH_INSTANTIATE, false},
       // HIP (PyTorch on ROCm: Kineto's roctracer and rocprofiler back ends name the calls as HIP
       // does), each as its CUDA twin. hipMemcpyWithStream is a synchronous copy on a stream,
       // which PyTorch uses for blocking copies (.item(), .cpu()).
