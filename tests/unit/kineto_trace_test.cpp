@@ -511,6 +511,29 @@ TEST_CASE("a synchronous copy to the host is a sync point in a trace: hipMemcpyW
   CHECK(copy->total_ns == 500'000);  // from its entry at 20 us to its copy's end at 520 us
 }
 
+TEST_CASE("the corpus' calls are all known: no launch, copy or sync of a documented API is read as another call", "[kineto]") {
+  // Issue 20's corpus (tests/data/kineto/): every runtime and driver call in it is a documented
+  // CUDA or HIP API whose kind the reader knows. One that came out API_KIND_OTHER would be a
+  // launch without its kernel, or a sync point missed.
+  int traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GAPWATCH_SOURCE_DIR) / "tests/data/kineto")) {
+    if (entry.path().extension() != ".gz") continue;
+    Collected got;
+    const KinetoReadResult r = readKinetoTraceFile(entry.path().string(), got);
+    INFO(entry.path().filename().string());
+    REQUIRE(r.read.ok());
+    REQUIRE(got.calls.size() >= 20);
+    std::vector<std::string> other;
+    for (const ApiCallEvent& c : got.calls) {
+      if (c.kind == v1::API_KIND_OTHER) other.push_back(got.strings.display(v1::STRING_KIND_API_NAME, c.api_name_id));
+    }
+    CHECK(other.empty());
+    if (!other.empty()) FAIL_CHECK("first call of no known kind: " << other.front());
+    ++traces;
+  }
+  CHECK(traces == 5);
+}
+
 TEST_CASE("integers at int64's limits are read exactly", "[kineto]") {
   Collected got;
   const KinetoReadResult r = readText(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
