@@ -65,7 +65,12 @@ class Collector {
         signal_fd_(signal_fd),
         dir_fd_(dir_fd),
         metrics_(metrics),
-        started_(Clock::now()) {}
+        started_(Clock::now()),
+        reserve_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
+
+  ~Collector() {
+    if (reserve_fd_ >= 0) ::close(reserve_fd_);
+  }
 
   // Returns the exit code.
   int run() {
@@ -76,7 +81,10 @@ class Collector {
     for (;;) {
       fds.clear();
       fds.push_back({signal_fd_, POLLIN, 0});
-      fds.push_back({listen_fd_, POLLIN, 0});
+      // Out of descriptors with no reserve to refuse with, the listening socket is left out of the
+      // poll for a moment (a negative fd is ignored), else it stays readable and the loop spins.
+      const bool accepting = Clock::now() >= accept_paused_until_;
+      fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
       for (const auto& c : connections_) fds.push_back({c->fd(), POLLIN, 0});
       const std::size_t first_watcher = fds.size();
       for (const auto& w : watchers_) {
@@ -138,10 +146,20 @@ class Collector {
       int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR) continue;
+        if (errno == EMFILE || errno == ENFILE) {
+          if (refuseWithoutDescriptors(errno, now)) continue;
+          return;
+        }
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED) {
           logWarning(std::string("accept: ") + strerror(errno));
         }
         return;
+      }
+      if (out_of_descriptors_) {
+        logInfo("accept: descriptors free again; " + std::to_string(refused_without_descriptors_) +
+                " connection(s) refused meanwhile");
+        out_of_descriptors_ = false;
+        refused_without_descriptors_ = 0;
       }
       const int id = ++next_id_;
       ucred cred{};
@@ -159,6 +177,33 @@ class Collector {
       }
       connections_.push_back(std::make_unique<Connection>(id, fd, int(cred.pid), dir_fd_, options_.analysis, now));
     }
+  }
+
+  // accept() failed with EMFILE or ENFILE. The waiting peer is refused at once, by closing it,
+  // with the descriptor held in reserve for this (the library then writes its own file: docs/
+  // collector.md, "Resource limits"), so that it neither waits in the backlog nor keeps the
+  // listening socket readable. Logged once per episode. True when a peer was refused and the next
+  // may be; false when there is no reserve, and the socket is left out of the poll for a moment.
+  bool refuseWithoutDescriptors(int error, Clock::time_point now) {
+    if (!out_of_descriptors_) {
+      logWarning(std::string("accept: ") + strerror(error) +
+                 ": refusing new connections until descriptors are free (raise the collector's descriptor limit, "
+                 "ulimit -n)");
+      out_of_descriptors_ = true;
+    }
+    if (reserve_fd_ >= 0) {
+      ::close(reserve_fd_);
+      reserve_fd_ = -1;
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0) {
+        ::close(fd);
+        ++refused_without_descriptors_;
+      }
+      reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd >= 0 && reserve_fd_ >= 0) return true;
+    }
+    accept_paused_until_ = now + std::chrono::milliseconds(100);
+    return false;
   }
 
   // Logs and drops connection i (its slot becomes null until the sweep).
@@ -328,6 +373,11 @@ class Collector {
   std::vector<EndedProcess> ended_;  // in the order they ended
   int next_id_ = 0;
   uint64_t processes_seen_ = 0;
+  // A descriptor kept open to be given up when accept() finds none left (refuseWithoutDescriptors).
+  int reserve_fd_ = -1;
+  bool out_of_descriptors_ = false;
+  uint64_t refused_without_descriptors_ = 0;
+  Clock::time_point accept_paused_until_{};
 };
 
 }  // namespace
@@ -363,6 +413,9 @@ int runCollector(const CollectorOptions& options) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  // SIGHUP (the terminal closed, a supervisor's stop) is a clean stop too: the collector has no
+  // configuration or log file to reload, and dying of it would lose the run's report.
+  sigaddset(&signals, SIGHUP);
   sigprocmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   int signal_fd = ::signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);

@@ -6,6 +6,7 @@ import ctypes
 import glob
 import json
 import os
+import resource
 import signal
 import socket
 import stat
@@ -60,7 +61,7 @@ def goodbye():
 class Collector:
     """A collector on a private socket; its log is kept in a file."""
 
-    def __init__(self, workdir, *args, program=None, timeout="2s"):
+    def __init__(self, workdir, *args, program=None, timeout="2s", nofile=None):
         self.socket = os.path.join(workdir, "run", "collector.sock")
         self.output = os.path.join(workdir, "out")
         os.makedirs(self.output, exist_ok=True)
@@ -69,7 +70,8 @@ class Collector:
         self.proc = subprocess.Popen(
             [program or gwtest.GAPWATCH] + ([] if program else ["collector"]) +
             ["--socket", self.socket, "--output-dir", self.output, "--slow-peer-timeout", timeout] + list(args),
-            stdout=subprocess.DEVNULL, stderr=self.log_file)
+            stdout=subprocess.DEVNULL, stderr=self.log_file,
+            preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None)
         self.log_file.close()  # the collector has its own descriptor
         deadline = time.monotonic() + HANG
         while "listening on" not in self.log():
@@ -329,6 +331,71 @@ class CollectorTest(unittest.TestCase):
             self.assertEqual((counts.get("hello"), counts.get("goodbye")), (1, None), f)
         for s in clients:
             s.close()
+
+    def test_sighup_is_a_clean_stop_with_the_run_report(self):
+        # Issue 21, item 6: SIGHUP used to kill the collector (exit 129) without its run report or
+        # the Goodbye-less streams' files closed in order.
+        collector = Collector(self.dir)
+        self.good_client(collector, 930, "hup")
+        s = collector.connect()
+        s.sendall(hello(931, "hup"))
+        collector.wait_log(": opened, writing ", count=2)
+        collector.proc.send_signal(signal.SIGHUP)
+        self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
+        log = collector.log()
+        self.assertIn("stopping on Hangup", log)
+        self.assertIn("closed (collector stopping)", log)
+        self.assertIn("run report of 2 process(es)", log)
+        self.assertTrue(os.path.exists(os.path.join(collector.output, "gapwatch-report.txt")), log)
+        self.assertFalse(os.path.exists(collector.socket))
+        s.close()
+
+    def test_out_of_descriptors_refuses_at_once_without_spinning(self):
+        # Issue 21, item 3: with accept() failing EMFILE the listening socket stayed readable: a
+        # full core and a log line per turn ("accept: Too many open files", ~50 MB/s). Now the
+        # waiting peers are refused at once (closed: the library writes its own file), the episode
+        # is logged once, and the collector serves again when descriptors are free.
+        collector = Collector(self.dir, nofile=16, timeout="30s")
+        idle = []
+        for _ in range(30):
+            idle.append(collector.connect())
+        collector.wait_log("refusing new connections until descriptors are free")
+        time.sleep(1.0)  # long enough for thousands of lines before the fix, at any machine speed
+        log = collector.log()
+        self.assertEqual(log.count("accept:"), 1, log[-2000:])
+        # The refused ones were closed, not left in the backlog: some of the 30 see EOF.
+        refused = 0
+        for s in idle:
+            s.settimeout(0.2)
+            try:
+                if s.recv(1) == b"":
+                    refused += 1
+            except (socket.timeout, ConnectionResetError):
+                pass
+        self.assertGreater(refused, 0, log)
+        # A traced job that connects now is refused too, and loses nothing: its own file has every
+        # event a recording straight to a file has.
+        scenario = os.path.join(gwtest.SCENARIOS, "healthy.json")
+        direct = os.path.join(self.dir, "direct.gwt")
+        r = gwtest.run([gwtest.SIM, scenario, "--quiet"], gwtest.gapwatch_env("preload", direct))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job_dir = os.path.join(self.dir, "job")
+        os.makedirs(job_dir)
+        r = gwtest.run([gwtest.SIM, scenario, "--quiet"],
+                       gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket}), cwd=job_dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("went away", r.stderr)
+        [own] = glob.glob(os.path.join(job_dir, "*.gwt"))
+        want = type_counts(gwtest.dump(direct))
+        got = type_counts(gwtest.dump(own))
+        for kind in ("api_call", "activity", "marker", "goodbye"):
+            self.assertEqual(got.get(kind, 0), want.get(kind, 0), kind)
+        for s in idle:
+            s.close()
+        collector.wait_log("closed (ended before a Hello)", count=30 - refused)
+        self.good_client(collector, 932, "fds")
+        self.assertIn("descriptors free again", collector.log())
+        self.assertEqual(collector.stop(), 0, collector.log())
 
     def test_default_socket_is_in_xdg_runtime_dir(self):
         runtime = os.path.join(self.dir, "xdg")
