@@ -322,7 +322,7 @@ struct HtaView {
   HtaRelease release = HtaRelease::k0_6_1;  // whose rules
   uint32_t profiler_steps = 0;  // distinct ProfilerStep markers (STEP_BEGIN) seen
   // Which GPU work HTA keeps, by the time its CPU call began: "before_last_step_start" (two or
-  // more steps), "up_to_last_step_end" (one step, HTA 0.6.1), "all" (no step; one, HTA 0.5.0).
+  // more steps), "all" (fewer: released HTA filters nothing).
   std::string cut;
   uint64_t gpu_events = 0;          // kept (kernels, copies, memsets, sync records)
   uint64_t gpu_events_dropped = 0;  // left out by the cut, or (with a step) without a CPU call

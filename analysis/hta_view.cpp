@@ -109,12 +109,13 @@ void HtaViewStage::onApiCall(const ApiCallEvent& call) {
 }
 
 void HtaViewStage::settleWithoutCall(Work& work) const {
-  // HTA joins GPU work to the CPU calls it keeps, and so drops work without a call: HTA 0.6.1
-  // always; HTA 0.5.0 only when the trace has two or more steps (with fewer it filters nothing),
-  // so there such work waits for the second step (dropped) or the end (kept).
+  // HTA joins GPU work to the CPU calls it keeps, and so drops work without a call, but only when
+  // the trace has two or more steps: with fewer it filters nothing (HTA 0.5.0 and 0.6.1 as
+  // released; `_filter_irrelevant_gpu_kernels` returns early). So such work waits for the second
+  // step (dropped) or the end (kept).
   work.awaiting_call = false;
   work.has_call = false;
-  if (options_.hta_release == HtaRelease::k0_6_1 || distinct_steps_) work.fate = Fate::kDropped;
+  if (distinct_steps_) work.fate = Fate::kDropped;
 }
 
 void HtaViewStage::stopAwaiting(uint64_t now_ns, bool all) {
@@ -200,11 +201,6 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
 }
 
 void HtaViewStage::onMarker(const MarkerEvent& marker) {
-  if (marker.kind == v1::MARKER_KIND_STEP_END) {
-    any_step_end_ = true;
-    last_step_end_us_ = floorUs(marker.time_ns);
-    return;
-  }
   if (marker.kind != v1::MARKER_KIND_STEP_BEGIN) return;
   ++steps_;
   if (!any_step_) {
@@ -332,19 +328,14 @@ void HtaViewStage::fold(const Work& work) {
 void HtaViewStage::finish() {
   // The last rule, now that the number of steps is known (hta/common/trace.py). With two or more
   // distinct steps, work launched at or after the last step's start is left out (the pending
-  // work is exactly that). With fewer, HTA 0.6.1 keeps work launched up to the end of the only
-  // step (all of it without a step), and HTA 0.5.0 keeps everything.
+  // work is exactly that). With fewer, HTA keeps everything: both released versions (0.5.0 and
+  // 0.6.1, checked live) skip the filter. HTA's later source cuts a one-step trace at the step's
+  // end instead; no release does that yet (docs/hta-parity.md, rule 3).
   stopAwaiting(0, true);
   for (std::size_t i = 0; i < held_.size(); ++i) {
     Work& work = held_[i];
     if (work.fate != Fate::kPending) continue;
-    if (distinct_steps_) {
-      work.fate = Fate::kDropped;
-    } else if (options_.hta_release == HtaRelease::k0_5_0 || !any_step_) {
-      work.fate = Fate::kKept;
-    } else {
-      work.fate = (!any_step_end_ || work.call.start_us <= last_step_end_us_) ? Fate::kKept : Fate::kDropped;
-    }
+    work.fate = distinct_steps_ ? Fate::kDropped : Fate::kKept;
   }
   release();
   all_.close(nullptr);
@@ -357,9 +348,7 @@ void HtaViewStage::contribute(ProcessAnalysis& result) {
   HtaView view;
   view.profiler_steps = steps_;
   view.release = options_.hta_release;
-  view.cut = distinct_steps_                                                    ? "before_last_step_start"
-             : (!any_step_ || options_.hta_release == HtaRelease::k0_5_0) ? "all"
-                                                                             : "up_to_last_step_end";
+  view.cut = distinct_steps_ ? "before_last_step_start" : "all";
   view.gpu_events = kept_;
   view.gpu_events_dropped = dropped_;
   if (any_kept_) {

@@ -106,8 +106,6 @@ class HtaViewStage final : public AnalysisStage {
   uint64_t first_step_ = 0;
   bool distinct_steps_ = false;  // a second, different step number was seen
   int64_t last_step_start_us_ = 0;
-  bool any_step_end_ = false;
-  int64_t last_step_end_us_ = 0;
 
   RingQueue<Work> held_;  // arrival order; the head is folded once decided
   uint64_t held_popped_ = 0;  // how many have left held_: held_[seq - held_popped_] is number seq

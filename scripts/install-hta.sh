@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/install-hta.sh: puts HTA (holistictraceanalysis, pinned in scripts/hta-requirements.txt)
+# scripts/install-hta.sh: puts HTA (traceinsight, HTA 0.6.1 renamed, pinned in scripts/hta-requirements.txt)
 # in a virtual environment, <build dir>/hta-venv, for the live HTA parity test
 # (tests/unit/hta_parity_test.py live) and bench/kineto_import_bench.py. gapwatch does not need it.
 # About 300 MB (pandas, numpy, plotly; no torch) and 40 s on a 2-core machine. Offline, without

@@ -618,10 +618,8 @@ void printHta(const ProcessAnalysis& p, std::ostream& out) {
                << " GPU records kept: ";
   if (h.cut == "before_last_step_start") {
     out << "launched before the last of " << h.profiler_steps << " ProfilerSteps began, with their CPU call";
-  } else if (h.cut == "up_to_last_step_end") {
-    out << "launched up to the end of the only ProfilerStep, with their CPU call";
   } else {
-    out << "all (no ProfilerStep: HTA filters nothing)";
+    out << "all (fewer than two ProfilerSteps: HTA filters nothing)";
   }
   out << '\n';
   row(out, "temporal") << "kernel time " << formatCount(h.kernel_time_us) << " us: idle " << formatCount(h.idle_time_us)

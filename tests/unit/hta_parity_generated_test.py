@@ -29,10 +29,12 @@ def main(argv):
     gapwatch, build_dir = argv[1], argv[2]
     first, count = (int(argv[3]), int(argv[4])) if len(argv) > 4 else (1, 30)
     python = hta_python(build_dir)
-    probe = subprocess.run([python, "-c", "import hta.trace_analysis, importlib.metadata as m; "
-                            "print(m.version('HolisticTraceAnalysis'))"], capture_output=True, text=True, timeout=120)
+    probe = subprocess.run([python, "-c", "import hta.trace_analysis; "
+                            # hta.version, not the distribution's metadata: HTA 0.6.1 is
+                            # published as `traceinsight`, 0.5.0 as `holistictraceanalysis`.
+                            "from hta.version import __version__; print(__version__)"], capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
-        print(f"skipped: HTA (holistictraceanalysis) cannot be imported by {python}; scripts/setup.sh installs "
+        print(f"skipped: HTA (traceinsight or holistictraceanalysis) cannot be imported by {python}; scripts/setup.sh installs "
               "it into <build>/hta-venv, or set GAPWATCH_HTA_PYTHON")
         return SKIP
     version = probe.stdout.strip()

@@ -132,7 +132,7 @@ def run_live(gapwatch, repo_root, build_dir):
                            capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["?"])[-1]
-        print(f"skipped: HTA (holistictraceanalysis) cannot be imported by {python} ({last}); "
+        print(f"skipped: HTA (traceinsight or holistictraceanalysis) cannot be imported by {python} ({last}); "
               "scripts/setup.sh installs it into <build>/hta-venv, or set GAPWATCH_HTA_PYTHON")
         return SKIP
     version = probe.stdout.strip()
