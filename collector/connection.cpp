@@ -58,6 +58,9 @@ bool Connection::readAvailable(Clock::time_point now, int max_reads) {
     ssize_t n = ::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    // A process that closes its end with receipts unread (one that reads none, or one killed)
+    // makes the kernel answer ECONNRESET once its bytes are all read: the same end as EOF.
+    if (n < 0 && errno == ECONNRESET) n = 0;
     if (n < 0) {
       close_reason_ = std::string("read error: ") + strerror(errno);
       return false;
@@ -121,7 +124,29 @@ bool Connection::feed(std::span<const uint8_t> bytes, Clock::time_point now) {
     live_->onFrame(frame, decoder_.frameOffset());
   }
   if (!hello_seen_ && decoder_.framesSkipped() > 0) return refuse("the stream does not begin with a Hello frame");
-  return writeWholeFrames();
+  if (!writeWholeFrames()) return false;
+  sendReceipt(now);
+  return true;
+}
+
+void Connection::sendReceipt(Clock::time_point now) {
+  // At most one receipt per kReceiptInterval while frames flow (each is a send and, on the
+  // process's side, a read), but always the one that covers the Goodbye: the process waits for it
+  // at exit. A receipt the socket cannot take now (EAGAIN: a process that reads none, or reads
+  // late) is left out, not queued: the next one supersedes it. The process sends nothing in
+  // answer, so this never blocks and never waits.
+  if (!hello_seen_ || file_fd_ < 0 || raw_offset_ <= receipted_offset_) return;
+  if (!goodbye_seen_ && receipted_offset_ > 0 && now - last_receipt_ < kReceiptInterval) return;
+  unsigned char receipt[kReceiptBytes];
+  encodeReceipt(raw_offset_ - kFileHeaderBytes, receipt);
+  ssize_t n;
+  do {
+    n = ::send(fd_, receipt, sizeof receipt, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  // A short send cannot happen for 8 bytes on a stream socket with room; with no room it is -1.
+  if (n != ssize_t(sizeof receipt)) return;
+  receipted_offset_ = raw_offset_;
+  last_receipt_ = now;
 }
 
 bool Connection::acceptHello(const v1::Frame& frame) {
@@ -152,7 +177,12 @@ bool Connection::writeWholeFramesBefore(uint64_t end) {
   const std::size_t count = std::size_t(end - raw_offset_);
   if (count == 0) return true;
   if (!writeAll(file_fd_, raw_.data(), count)) {
-    return refuse("cannot write " + file_name_ + ": " + strerror(errno));
+    const std::string why = strerror(errno);
+    // A full disk takes part of a frame: cut the file back to the last whole one, so that it reads
+    // as a recording that ended early (the process, refused, writes what it has no receipt for to
+    // its own file). Best effort: if the cut fails too, the reader stops at the partial frame.
+    if (::ftruncate(file_fd_, off_t(raw_offset_)) == 0) ::lseek(file_fd_, off_t(raw_offset_), SEEK_SET);
+    return refuse("cannot write " + file_name_ + ": " + why);
   }
   raw_.erase(raw_.begin(), raw_.begin() + std::ptrdiff_t(count));
   raw_offset_ = end;

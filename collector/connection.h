@@ -2,6 +2,9 @@
 // frame by frame, writes whole to its .gwt and analyses live (live_process.h); or, when the first
 // frame is a StatusRequest, a live view (`gapwatch watch`) that the collector then hands its status.
 //
+// The collector's one message back to a process is a receipt (<gapwatch/recording_format.h>): after
+// frames are written, how much of the stream the file holds.
+//
 // Nothing is written before a valid Hello (first frame, wire version in range): only then is the
 // file created, named from the Hello. Every later whole frame is written as soon as it has been
 // decoded; a frame cut short by the peer is never written. Untrusted throughout: the decoder
@@ -86,6 +89,10 @@ class Connection {
   bool feed(std::span<const uint8_t> bytes, Clock::time_point now);
   bool acceptHello(const v1::Frame& frame);
   bool writeWholeFrames();
+  // Tells the process how much of its stream is now in the recording (a receipt,
+  // <gapwatch/recording_format.h>), so that it can forget those frames and, at exit, knows that
+  // nothing it sent is lost if this collector dies afterwards.
+  void sendReceipt(Clock::time_point now);
   // Writes the checked bytes before file offset `end` (a frame boundary).
   bool writeWholeFramesBefore(uint64_t end);
   bool refuse(std::string reason);
@@ -114,6 +121,9 @@ class Connection {
   std::optional<int32_t> rank_;
   uint64_t bytes_received_ = 0;
   std::string close_reason_;
+  static constexpr Clock::duration kReceiptInterval = std::chrono::milliseconds(10);
+  uint64_t receipted_offset_ = 0;  // file offset the last receipt sent covers (0: none yet)
+  Clock::time_point last_receipt_{};
 };
 
 }  // namespace gapwatch::collector

@@ -5,15 +5,36 @@
 #include <poll.h>
 #include <string.h>
 #include <linux/sockios.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <gapwatch/recording_format.h>
+#include <algorithm>
 
 namespace gapwatch {
+namespace {
+
+// "run.gwt" as "run-<pid>.gwt" (attempt 1), then "run-<pid>-1.gwt", "run-<pid>-2.gwt", ...: the
+// pid first, so that a name says which process wrote it.
+std::string alternative_name(const std::string& path, int attempt) {
+  std::string suffix = "-" + std::to_string(getpid());
+  if (attempt > 1) suffix += "-" + std::to_string(attempt - 1);
+  const size_t slash = path.rfind('/');
+  const size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const bool gwt = path.size() >= base + 4 && path.compare(path.size() - 4, 4, ".gwt") == 0;
+  std::string out = path;
+  return out.insert(gwt ? path.size() - 4 : path.size(), suffix);
+}
+
+int64_t monotonic_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
 
 OutputSink::~OutputSink() { close(); }
 
@@ -44,30 +65,28 @@ bool OutputSink::connect_socket(const std::string& path, const std::string& fall
   return true;
 }
 
-bool OutputSink::open_file(const std::string& path, bool* taken) {
-  // Not O_TRUNC: the lock first, then the truncation, so that a file in use keeps its contents.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+bool OutputSink::open_file(const std::string& path) {
+  requested_path_ = path;
+  // O_EXCL: only a file this call creates is written, so an existing recording (another
+  // process's, an earlier run's) is never truncated, and with O_CREAT a symlink at the name is not
+  // followed even when it dangles (O_NOFOLLOW says so once more).
+  std::string name = path;
+  int fd = -1;
+  for (int attempt = 0; attempt < kMaxNameTries; ++attempt) {
+    name = attempt == 0 ? path : alternative_name(path, attempt);
+    fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST) break;
+  }
   if (fd < 0) return false;
-  // A file system without flock (some network ones) answers another error: write as before.
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-    ::close(fd);
-    if (taken) *taken = true;
-    errno = EBUSY;
-    return false;
-  }
-  if (::ftruncate(fd, 0) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    errno = saved;
-    return false;
-  }
   fd_ = fd;
   socket_ = false;
-  path_ = path;
+  failed_ = false;
+  path_ = name;
+  file_bytes_ = 0;
   std::string header(reinterpret_cast<const char*>(kFileMagic), sizeof kFileMagic);
   uint32_t v = kFileFormatVersion;
   for (int i = 0; i < 4; ++i) header.push_back(char((v >> (8 * i)) & 0xff));  // little-endian
-  return write_all(fd_, header.data(), header.size()) || (failed_ = true, false);
+  return append_to_file(header.data(), header.size());
 }
 
 bool OutputSink::write_all(int fd, const char* data, size_t size) {
@@ -81,15 +100,51 @@ bool OutputSink::write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
+bool OutputSink::append_to_file(const char* data, size_t size) {
+  if (write_all(fd_, data, size)) {
+    file_bytes_ += size;
+    return true;
+  }
+  // Half a frame at the end would read as a corrupt file; without it the file is a recording
+  // that ended early (a reader says so and reads every whole frame). Best effort: a file system
+  // that refuses this too keeps the partial frame, and the reader stops there.
+  const int saved = errno ? errno : EIO;
+  if (::ftruncate(fd_, off_t(file_bytes_)) == 0) ::lseek(fd_, off_t(file_bytes_), SEEK_SET);
+  errno = saved;
+  failed_ = true;
+  return false;
+}
+
+bool OutputSink::read_receipts() {
+  unsigned char buffer[kReceiptBytes * 64];
+  for (;;) {
+    ssize_t n = ::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) {  // 0: the collector closed its side (or died); else ECONNRESET and the like
+      collector_closed_ = true;
+      return false;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      receipt_part_[receipt_fill_++] = buffer[i];
+      if (receipt_fill_ < kReceiptBytes) continue;
+      receipt_fill_ = 0;
+      receipts_ = true;
+      receipt_ = std::max(receipt_, decodeReceipt(receipt_part_));
+    }
+  }
+}
+
 bool OutputSink::send_pending() {
+  if (collector_closed_) return false;
   while (!pending_.empty()) {
     const std::string& front = pending_.front();
     ssize_t n = ::send(fd_, front.data() + front_sent_, front.size() - front_sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n <= 0) return false;  // EPIPE, ECONNRESET: the collector is gone
     front_sent_ += size_t(n);
-    if (front_sent_ == front.size()) {  // in the socket whole: kept until the collector has read it
+    if (front_sent_ == front.size()) {  // in the socket whole: kept until the collector has it
       pending_bytes_ -= front.size();
       unread_bytes_ += front.size();
       unread_.push_back(std::move(pending_.front()));
@@ -98,7 +153,7 @@ bool OutputSink::send_pending() {
     }
   }
   forget_read_frames();
-  return true;
+  return !collector_closed_;
 }
 
 size_t OutputSink::unread_in_socket() const {
@@ -111,28 +166,41 @@ size_t OutputSink::unread_in_socket() const {
   return size_t(queued);
 }
 
-void OutputSink::forget_read_frames() {
-  if (unread_.empty()) return;
-  const size_t queued = unread_in_socket();
-  // The socket holds the last `queued` bytes sent (an over-estimate): frames wholly before them
-  // have been read by the collector.
-  // Beyond kUnreadLimit (far more than a socket buffer holds) they are read whatever the socket
-  // says: the bound on this copy's memory when SIOCOUTQ cannot be had.
-  while (!unread_.empty() && (unread_bytes_ + front_sent_ - unread_.front().size() >= queued ||
-                              unread_bytes_ > kUnreadLimit)) {
-    unread_bytes_ -= unread_.front().size();
-    unread_.pop_front();
-  }
+void OutputSink::forget_front() {
+  forgotten_ += unread_.front().size();
+  unread_bytes_ -= unread_.front().size();
+  unread_.pop_front();
 }
 
-bool OutputSink::fall_back(const char* why) {
+void OutputSink::forget_read_frames() {
+  // Asked before the receipts are read: when no receipt has come, the answer counts only if the
+  // connection is still open after it (below).
+  const size_t queued = receipts_ || unread_.empty() ? 0 : unread_in_socket();
+  // A closed connection: nothing more is acknowledged, and what is not stays for the file.
+  if (!read_receipts()) return;
+  if (receipts_) {
+    while (!unread_.empty() && forgotten_ + unread_.front().size() <= receipt_) forget_front();
+  } else {
+    // No receipt yet (a collector from before receipts, or the first has not come): the socket
+    // holds the last `queued` bytes sent (an over-estimate), so frames wholly before them have
+    // been read. A dead collector's queue reads as empty, but the kernel marks the connection
+    // closed before it empties the queue, so an open connection after the ioctl means the
+    // answer was the live collector's.
+    while (!unread_.empty() && unread_bytes_ + front_sent_ - unread_.front().size() >= queued) forget_front();
+  }
+  // The bound on this copy's memory, whatever the collector says: far more than a socket's
+  // buffers hold, so only a collector that reads and never writes reaches it.
+  while (!unread_.empty() && unread_bytes_ > kUnreadLimit) forget_front();
+}
+
+bool OutputSink::fall_back(FallbackReason why) {
   ::close(fd_);
   fd_ = -1;
   socket_ = false;
   fell_back_because_ = why;
-  // Frames in the socket that the collector may not have read (a collector killed loses what its
-  // socket still held), then those never sent. Some of the first may be in the collector's
-  // recording as well: better twice, in two files, than lost.
+  // Frames the collector has not acknowledged (a collector killed loses what its socket still
+  // held), then those never sent. Some of the first may be in the collector's recording as well:
+  // better twice, in two files, than lost.
   std::deque<std::string> frames;
   frames.swap(unread_);
   for (auto& f : pending_) frames.push_back(std::move(f));
@@ -142,56 +210,52 @@ bool OutputSink::fall_back(const char* why) {
     failed_ = true;
     return false;
   }
-  path_ = fallback_path_;
   // A reader of the file needs the stream's Hello first; the frames the collector did not take
   // whole follow it (the one it got a part of, whole: the collector drops a cut frame).
   // (When the collector never took the Hello whole, it is the first pending frame: once is enough.)
-  bool ok = write_all(fd_, hello_.data(), hello_.size());
+  bool ok = append_to_file(hello_.data(), hello_.size());
   for (size_t i = 0; i < frames.size() && ok; ++i)
-    if (!(i == 0 && frames[i] == hello_)) ok = write_all(fd_, frames[i].data(), frames[i].size());
-  if (!ok) failed_ = true;
+    if (!(i == 0 && frames[i] == hello_)) ok = append_to_file(frames[i].data(), frames[i].size());
   return ok;
 }
 
 bool OutputSink::write(const std::string& frame) {
   if (!ok()) return false;
-  if (!socket_) {
-    if (write_all(fd_, frame.data(), frame.size())) return true;
-    failed_ = true;
-    return false;
-  }
+  if (!socket_) return append_to_file(frame.data(), frame.size());
   if (hello_.empty()) hello_ = frame;
   // Frames from before are sent first, then this one; what the socket does not take waits.
   if (pending_bytes_ + frame.size() > kPendingLimit) {
-    if (!send_pending()) return fall_back("gone") && write(frame);
-    if (pending_bytes_ + frame.size() > kPendingLimit) return fall_back("stalled") && write(frame);
+    if (!send_pending()) return fall_back(FallbackReason::kGone) && write(frame);
+    if (pending_bytes_ + frame.size() > kPendingLimit) return fall_back(FallbackReason::kStalled) && write(frame);
   }
   pending_.push_back(frame);
   pending_bytes_ += frame.size();
-  if (!send_pending()) return fall_back("gone");
+  if (!send_pending()) return fall_back(FallbackReason::kGone);
   return true;
 }
 
 void OutputSink::close() {
   if (fd_ < 0) return;
   if (socket_) {
-    // Goodbye is in pending_ now: give the collector a short while to take it, then the file.
-    for (int waited = 0; !pending_.empty() && waited < kExitDrainMs; waited += 10) {
-      if (!send_pending()) break;
-      if (pending_.empty()) break;
-      pollfd p{fd_, POLLOUT, 0};
-      poll(&p, 1, 10);
+    // The Goodbye is the last frame now. Until the collector has it all (its receipt covers the
+    // Goodbye; without receipts, SIOCOUTQ says read), a bounded wait; then what it has not
+    // acknowledged goes to the file. A collector that closed the connection ends the wait at once.
+    bool gone = false;
+    const int64_t deadline = monotonic_ms() + kExitDrainMs;
+    for (;;) {
+      if (!send_pending()) {
+        gone = true;
+        break;
+      }
+      if (pending_.empty() && unread_.empty()) break;
+      const int64_t left = deadline - monotonic_ms();
+      if (left <= 0) break;
+      // A receipt or the collector's end wakes the poll; without receipts nothing does when the
+      // collector reads, so look again every millisecond.
+      pollfd p{fd_, short(POLLIN | (pending_.empty() ? 0 : POLLOUT)), 0};
+      poll(&p, 1, receipts_ ? int(std::min<int64_t>(left, 100)) : 1);
     }
-    // Then until it has read everything: what it never reads (it dies now) goes to the file.
-    for (int waited = 0; pending_.empty() && !unread_.empty() && waited < kExitDrainMs; ++waited) {
-      forget_read_frames();
-      if (!unread_.empty()) usleep(1000);
-    }
-    if (!pending_.empty() && !send_pending()) {
-      fall_back("gone");
-    } else if (!pending_.empty() || !unread_.empty()) {
-      fall_back("stalled");
-    }
+    if (!pending_.empty() || !unread_.empty()) fall_back(gone ? FallbackReason::kGone : FallbackReason::kStalled);
   }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;

@@ -189,15 +189,16 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
   if (socket.empty() && settings.output_path.empty()) socket = default_collector_socket();
   bool open = !socket.empty() && socket != "off" && r->sink_.connect_socket(socket, path);
   if (!open) {
-    bool taken = false;
-    open = r->sink_.open_file(path, &taken);
-    // Another live process writes that file (one GAPWATCH_OUTPUT name, no %p): a name of our own.
-    if (!open && taken) open = r->sink_.open_file(with_pid(path));
-    if (!open) {
+    // Never into an existing file (another live process's, with one GAPWATCH_OUTPUT name and no
+    // %p, or an earlier run's): the sink makes a name of our own beside it.
+    if (!r->sink_.open_file(path)) {
       log_line(settings, LogLevel::kWarn, "cannot write the recording %s: %s; not recording", path.c_str(),
                strerror(errno));
       return nullptr;
     }
+    if (r->sink_.path() != path)
+      log_line(settings, LogLevel::kWarn, "%s exists (gapwatch never overwrites a file): recording to %s", path.c_str(),
+               r->sink_.path().c_str());
   }
   HelloInfo hello;
   fill_process_info(&hello);
@@ -595,11 +596,12 @@ void Recorder::watch_for_blindness(const std::vector<DeviceActivityFields>& acti
 }
 
 void Recorder::note_fallback() {
-  if (fallback_noted_ || sink_.fell_back_because().empty()) return;
+  if (fallback_noted_ || sink_.fell_back_because() == FallbackReason::kNone) return;
   fallback_noted_ = true;
   log_line(settings_, LogLevel::kWarn, "the collector at %s %s; the rest of the stream goes to %s",
            sink_.socket_path().c_str(),
-           sink_.fell_back_because() == "stalled" ? "stopped taking the stream" : "went away", sink_.path().c_str());
+           sink_.fell_back_because() == FallbackReason::kStalled ? "stopped taking the stream" : "went away",
+           sink_.path().c_str());
 }
 
 void Recorder::maybe_heartbeat() {
