@@ -13,7 +13,9 @@
 //     first) and GAPWATCH_SOCKET set, and GAPWATCH_OUTPUT removed;
 //  4. this process is a child subreaper: a daemonised descendant is reparented to it, and the
 //     session waits until the command and every descendant has exited, forwarding SIGINT,
-//     SIGTERM, SIGHUP and SIGQUIT to the command (once it has exited: to the descendants left);
+//     SIGTERM, SIGHUP and SIGQUIT to the command (once it has exited: to the descendants left).
+//     How is process_supervisor.h's (SIGCHLD ignored by the parent included); which, and when, is
+//     this file's;
 //  5. SIGTERM to the collector, which then reads what every peer sent, closes the files and
 //     writes the run's report (gapwatch-report.txt, .json) in the output directory.
 // With --watch, a child runs the live view (`gapwatch watch`) on the private socket from before

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interpose"))
@@ -273,6 +274,39 @@ subprocess.run([sim, scenario, "--quiet"], check=True)
         self.assertEqual(r.stdout, self.report(out))
         with self.assertRaises(ProcessLookupError):
             os.kill(grandchild, 0)  # reaped, not left running
+
+    def test_sigchld_ignored_by_the_parent(self):
+        """Issue 21, item 2: started with SIGCHLD ignored (SIG_IGN survives exec; some supervisors
+        and Python services leave it so), profile's children were reaped by the kernel, it never saw
+        the command exit and waited for ever. Now it runs as usual, and the command gets the
+        disposition profile was given, as it would have without profile."""
+        script = os.path.join(self.dir, "disposition.py")
+        with open(script, "w") as f:
+            f.write(r"""
+import os, signal, sys
+sim, scenario, seen = sys.argv[1:4]
+with open(seen, "w") as f:
+    f.write(signal.getsignal(signal.SIGCHLD).name)
+os.execv(sim, [sim, scenario, "--quiet"])
+""")
+        out = os.path.join(self.dir, "sigchld")
+        seen = os.path.join(self.dir, "seen")
+        p = subprocess.Popen([gwtest.GAPWATCH, "profile", "-o", out, "--", PYTHON, script, gwtest.SIM,
+                              scenario("healthy"), seen], env=self.env, cwd=self.dir, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+        try:
+            stdout, stderr = p.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            p.kill()  # its collector follows (it stops when profile dies)
+            _, stderr = p.communicate()
+            self.fail("gapwatch profile hung with SIGCHLD ignored: " + stderr)
+        self.assertEqual(p.returncode, 0, stderr)
+        self.assertEqual(read(seen), "SIG_IGN")
+        [recording] = self.recordings(out)
+        self.assert_complete(recording)
+        self.assertEqual(stdout, self.report(out))
+        self.assert_last_line(p, out, stderr)
 
     # 4. Signals go to the job, not to the collector.
 
