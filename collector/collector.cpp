@@ -439,12 +439,25 @@ int runCollector(const CollectorOptions& options) {
     ::close(dir_fd);
     return 1;
   }
+  // The socket goes with the collector whatever ends the loop, an exception included: a socket file
+  // that nobody listens on is one more thing for the next collector and every library to find stale.
+  struct SocketRemover {
+    const std::string& path;
+    bool armed = true;
+    void now() {
+      ::unlink(path.c_str());
+      armed = false;
+    }
+    ~SocketRemover() {
+      if (armed) ::unlink(path.c_str());
+    }
+  } socket_remover{socket_path};
   logInfo("listening on " + socket_path + ", recordings to " + options.output_dir +
           (metrics ? ", metrics on " + metrics->url() : std::string()));
   const int code = Collector(options, socket_path, listen_fd, signal_fd, dir_fd, metrics.get()).run();
   metrics.reset();  // joins the HTTP thread
   ::close(listen_fd);
-  ::unlink(socket_path.c_str());
+  socket_remover.now();
   ::close(signal_fd);
   ::close(dir_fd);
   logInfo("stopped");

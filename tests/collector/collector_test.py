@@ -6,6 +6,8 @@ import ctypes
 import glob
 import json
 import os
+import shutil
+import re
 import resource
 import signal
 import socket
@@ -61,14 +63,14 @@ def goodbye():
 class Collector:
     """A collector on a private socket; its log is kept in a file."""
 
-    def __init__(self, workdir, *args, program=None, timeout="2s", nofile=None):
+    def __init__(self, workdir, *args, program=None, timeout="2s", nofile=None, args_before=None):
         self.socket = os.path.join(workdir, "run", "collector.sock")
         self.output = os.path.join(workdir, "out")
         os.makedirs(self.output, exist_ok=True)
         self.log_path = os.path.join(workdir, "collector-%d.log" % time.monotonic_ns())
         self.log_file = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [program or gwtest.GAPWATCH] + ([] if program else ["collector"]) +
+            [program or gwtest.GAPWATCH] + (args_before if args_before else [] if program else ["collector"]) +
             ["--socket", self.socket, "--output-dir", self.output, "--slow-peer-timeout", timeout] + list(args),
             stdout=subprocess.DEVNULL, stderr=self.log_file,
             preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None)
@@ -397,6 +399,66 @@ class CollectorTest(unittest.TestCase):
         self.assertIn("descriptors free again", collector.log())
         self.assertEqual(collector.stop(), 0, collector.log())
 
+    def test_non_utf8_paths_survive_a_watch_client(self):
+        """Issue 21, item 5: with an output directory or socket path that is not UTF-8, the first
+        `gapwatch watch` made the collector die (nlohmann's type_error.316, "invalid UTF-8 byte"),
+        its socket file left behind. The status is valid JSON, the bad bytes replaced (U+FFFD)."""
+        base = self.dir.encode()
+        output = os.path.join(base, b"out-\xff\xfe")
+        run_dir = os.path.join(base, b"run-\xff")
+        os.mkdir(output)
+        os.mkdir(run_dir, 0o700)
+        sock = os.path.join(run_dir, b"c.sock")
+        log_path = os.path.join(self.dir, "collector.log")
+        with open(log_path, "w") as log_file:
+            proc = subprocess.Popen([gwtest.GAPWATCH.encode(), b"collector", b"--socket", sock, b"--output-dir", output],
+                                    stdout=subprocess.DEVNULL, stderr=log_file)
+
+        def log():
+            with open(log_path, errors="replace") as f:
+                return f.read()
+        try:
+            deadline = time.monotonic() + HANG
+            while "listening on" not in log():
+                self.assertIsNone(proc.poll(), log())
+                self.assertLess(time.monotonic(), deadline, log())
+                time.sleep(0.05)
+            watcher = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            watcher.connect(sock)
+            watcher.sendall(frame(5, b""))  # Frame.status_request
+            watcher.settimeout(HANG)
+            line = b""
+            while b"\n" not in line:
+                chunk = watcher.recv(65536)
+                self.assertTrue(chunk, "the collector closed the status stream: " + log())
+                line += chunk
+            status = json.loads(line.split(b"\n")[0])  # bytes: decoded as strict UTF-8
+            self.assertEqual(status["output_dir"], output.decode("utf-8", "replace"))
+            self.assertEqual(status["socket"], sock.decode("utf-8", "replace"))
+            watcher.close()
+            r = subprocess.run([gwtest.GAPWATCH.encode(), b"watch", b"--once", b"--socket", sock],
+                               capture_output=True, timeout=HANG)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # Still serving: a process is recorded, and the stop is a clean one.
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sock)
+            s.sendall(hello(995, "utf") + goodbye())
+            s.close()
+            while "host utf: closed (ended)" not in log():
+                self.assertIsNone(proc.poll(), log())
+                self.assertLess(time.monotonic(), deadline + HANG, log())
+                time.sleep(0.05)
+            self.assertIsNone(proc.poll(), log())
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=HANG)
+        self.assertEqual(code, 0, log())
+        self.assertFalse(os.path.exists(sock), "socket file left behind")
+        self.assertEqual(frames(os.path.join(output, b"gapwatch-utf-995.gwt").decode("utf-8", "surrogateescape")),
+                         (1, 1))
+
+    @unittest.skipUnless(shutil.which("strace"), "needs strace")
     def test_default_socket_is_in_xdg_runtime_dir(self):
         runtime = os.path.join(self.dir, "xdg")
         os.mkdir(runtime, 0o700)
