@@ -5,7 +5,9 @@
 // header, then `<varint length><gapwatch.v1.Frame>` frames serialised by libprotobuf, batches in
 // the delta form of reader/batch_encoder.h. It goes to a temporary file beside the destination
 // (created O_EXCL|O_NOFOLLOW), renamed over the destination by commit() only when every write
-// succeeded: a reader never sees half a file, and a failed run leaves no file behind.
+// succeeded: a reader never sees half a file, and a failed run leaves no file behind. The file is
+// fsync'ed before the rename and its directory after (collector/output_file.h: the one way
+// gapwatch puts a file in place).
 #pragma once
 
 #include "reader/stream_decoder.h"

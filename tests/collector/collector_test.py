@@ -459,6 +459,62 @@ class CollectorTest(unittest.TestCase):
                          (1, 1))
 
     @unittest.skipUnless(shutil.which("strace"), "needs strace")
+    def test_reports_are_synced_before_and_after_their_rename(self):
+        """Issue 21, item 9: a report was renamed into place without an fsync, so a crash of the
+        machine could leave a report of the right name and no content. Every report the collector
+        writes (per process and the run's) is fsync'ed before its rename, and its directory after."""
+        trace = os.path.join(self.dir, "strace.out")
+        collector = Collector(self.dir, program="strace",
+                              args_before=["-f", "-qq", "-o", trace, "-e",
+                                           "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
+                                           gwtest.GAPWATCH, "collector"])
+        scenario = os.path.join(gwtest.SCENARIOS, "healthy.json")
+        r = gwtest.run([gwtest.SIM, scenario, "--quiet"],
+                       gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        collector.wait_log("closed (ended)")
+        # SIGTERM to strace would only detach it: the collector, its child, is the one to stop.
+        with open("/proc/%d/task/%d/children" % (collector.proc.pid, collector.proc.pid)) as f:
+            [traced] = [int(pid) for pid in f.read().split()]
+        os.kill(traced, signal.SIGTERM)
+        self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
+        collector.wait_log("run report of 1 process(es)")
+        renamed = self.assert_synced_renames(trace)
+        self.assertIn("gapwatch-report.txt", renamed)
+        self.assertIn("gapwatch-report.json", renamed)
+        self.assertTrue(any(n.endswith(".report.json") for n in renamed), renamed)
+        # The recording `gapwatch import` writes is put in place the same way.
+        trace = os.path.join(self.dir, "strace-import.out")
+        imported = os.path.join(self.dir, "imported.gwt")
+        r = subprocess.run(["strace", "-f", "-qq", "-o", trace, "-e",
+                            "trace=openat,fsync,fdatasync,rename,renameat,renameat2", gwtest.GAPWATCH, "import",
+                            os.path.join(gwtest.REPO, "tests", "data", "kineto", "ns_timestamps.json.gz"),
+                            "-o", imported], capture_output=True, text=True, timeout=HANG)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.assert_synced_renames(trace), ["imported.gwt"])
+
+    def assert_synced_renames(self, trace):
+        """Every rename in an strace log of the calls above: its file fsync'ed between its open
+        and the rename, its directory after. Returns the names renamed to."""
+        with open(trace) as f:
+            # Each line begins with the pid under -f; the rest is the call.
+            lines = [re.sub(r"^\d+\s+", "", line) for line in f if line.strip()]
+        renamed = []
+        for i, line in enumerate(lines):
+            m = re.match(r'renameat2?\((\d+|AT_FDCWD), "([^"]+)", (?:\d+|AT_FDCWD), "([^"]+)"', line)
+            if not m:
+                continue
+            dir_fd, temporary, name = m.groups()
+            renamed.append(os.path.basename(name))
+            [opened] = [j for j in range(i) if re.match(r'openat\((\d+|AT_FDCWD), "(?:[^"]*/)?%s", .*\) = \d+$' % re.escape(temporary),
+                                                         lines[j])]
+            fd = re.search(r"= (\d+)$", lines[opened]).group(1)
+            self.assertTrue(any(re.match(r"f(data)?sync\(%s\)\s*= 0" % fd, l) for l in lines[opened:i]),
+                            "%s renamed without an fsync of its content:\n%s" % (name, "".join(lines[opened:i + 1])))
+            self.assertTrue(any(re.match(r"fsync\(%s\)\s*= 0" % dir_fd, l) for l in lines[i + 1:]),
+                            "%s renamed without an fsync of its directory" % name)
+        return renamed
+
     def test_default_socket_is_in_xdg_runtime_dir(self):
         runtime = os.path.join(self.dir, "xdg")
         os.mkdir(runtime, 0o700)
