@@ -121,11 +121,12 @@ class Collector {
           sendStatus(now, watchers_.back().get());  // at once, not at the next period
           continue;
         }
-        finish(i, connections_[i]->closeReason());
+        finish(i, connections_[i]->closeReason(), connections_[i]->closeSeverity());
       }
       for (std::size_t i = 0; i < connections_.size(); ++i) {
         if (connections_[i] && connections_[i]->tooSlow(now, timeout)) {
-          finish(i, "too slow: no whole frame for " + std::to_string(options_.slow_peer_timeout_ns / 1'000'000) + " ms");
+          finish(i, "too slow: no whole frame for " + std::to_string(options_.slow_peer_timeout_ns / 1'000'000) + " ms",
+                 CloseSeverity::kWarning);
         }
       }
       connections_.erase(std::remove(connections_.begin(), connections_.end(), nullptr), connections_.end());
@@ -207,11 +208,11 @@ class Collector {
   }
 
   // Logs and drops connection i (its slot becomes null until the sweep).
-  void finish(std::size_t i, const std::string& reason) {
+  void finish(std::size_t i, const std::string& reason, CloseSeverity severity) {
     auto& c = connections_[i];
     if (!c) return;
     const std::string line = c->closeLine(reason);
-    if (reason.rfind("refused", 0) == 0 || reason.rfind("too slow", 0) == 0 || reason.rfind("read error", 0) == 0) {
+    if (severity == CloseSeverity::kWarning) {
       logWarning(line);
     } else {
       logInfo(line);
@@ -347,9 +348,9 @@ class Collector {
     for (std::size_t i = 0; i < connections_.size(); ++i) {
       if (!connections_[i]) continue;
       if (!connections_[i]->readAvailable(now, kReadsAtStop)) {
-        finish(i, connections_[i]->closeReason());
+        finish(i, connections_[i]->closeReason(), connections_[i]->closeSeverity());
       } else {
-        finish(i, "collector stopping");
+        finish(i, "collector stopping", CloseSeverity::kInfo);
       }
     }
     connections_.clear();

@@ -158,6 +158,7 @@ bool GwtFileWriter::commit() {
     if (error == 0) {
       committed_ = true;
     } else {
+      destination_exists_ = error == EEXIST;
       fail(error == EEXIST ? std::string("exists (give --force to replace it)")
                            : std::string("cannot write: ") + strerror(error));
     }
