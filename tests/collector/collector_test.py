@@ -305,6 +305,60 @@ class CollectorTest(unittest.TestCase):
         self.assertEqual((counts.get("hello"), counts.get("goodbye")), (1, None))
         self.assertIn("steady-911", " ".join(collector.recordings()))
 
+    def test_a_stopped_peer_is_kept_past_the_slow_peer_timeout(self):
+        """Issue 21, item 9: a process paused (SIGSTOP, a debugger, a checkpoint) with half a frame
+        sent was dropped as a slow peer, its recording cut there. A peer whose process is stopped
+        is kept for as long as it is stopped; once it runs again it has the whole timeout anew."""
+        # After SIGCONT the peer has the whole timeout anew: 3 s is ample for one send, even busy.
+        collector = Collector(self.dir, timeout="3s")
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        batch_less = goodbye()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                os.close(ready_r)
+                os.close(go_w)
+                s = collector.connect()
+                s.sendall(hello(990, "paused") + batch_less[:2])  # half of the Goodbye frame
+                os.write(ready_w, b"r")
+                os.read(go_r, 1)
+                s.sendall(batch_less[2:])
+                s.close()
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(ready_w)
+        os.close(go_r)
+        try:
+            self.assertEqual(os.read(ready_r, 1), b"r")
+            collector.wait_log("host paused: opened, writing ")
+            os.kill(child, signal.SIGSTOP)
+            # Stopped past the timeout: the collector either keeps it (and says so) or drops it.
+            deadline = time.monotonic() + HANG
+            while "is stopped" not in collector.log() and "too slow" not in collector.log():
+                self.assertLess(time.monotonic(), deadline, collector.log())
+                time.sleep(0.05)
+            os.kill(child, signal.SIGCONT)
+            os.write(go_w, b"g")
+            _, status = os.waitpid(child, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        finally:
+            os.close(ready_r)
+            os.close(go_w)
+            try:
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        collector.wait_log("host paused: closed (")
+        log = collector.log()
+        self.assertNotIn("too slow", log)
+        self.assertIn("host paused: closed (ended)", log)
+        self.assertEqual(collector.stop(), 0, collector.log())
+        self.assertEqual(frames(os.path.join(collector.output, "gapwatch-paused-990.gwt")), (1, 1))
+
     def test_a_peer_that_sends_nothing_is_closed(self):
         collector = Collector(self.dir, timeout="1s")
         s = collector.connect()
