@@ -76,6 +76,23 @@ bool prepareOutputDir(const std::string& dir, bool* created, std::ostream& err) 
   return true;
 }
 
+// A new directory named `base`, else base-2, base-3, ...: made by this call (mkdir fails on one that
+// exists, even one another run made a moment ago), so two runs never share one.
+std::optional<std::string> makeUniqueOutputDir(const std::string& base, std::ostream& err) {
+  constexpr int kTries = 1000;
+  for (int n = 1; n <= kTries; ++n) {
+    const std::string dir = n == 1 ? base : base + "-" + std::to_string(n);
+    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
+    if (errno != EEXIST) {
+      err << kPrefix << "cannot create output directory " << dir << ": " << strerror(errno) << '\n';
+      return std::nullopt;
+    }
+  }
+  err << kPrefix << "cannot create output directory " << base << ": it and " << base << "-2 to -" << kTries
+      << " all exist: give one with -o\n";
+  return std::nullopt;
+}
+
 // A fresh 0700 directory of this user's (mkdtemp), where only this session's collector listens.
 std::optional<std::string> makeSocketDir(std::ostream& err) {
   std::vector<std::string> bases;
@@ -148,10 +165,10 @@ class Session {
       ::unlink(socket_path_.c_str());  // the collector removes it; not one that died
       ::rmdir(socket_dir_.c_str());
     }
-    if (!result_.command_ran && !options_.output_dir.empty() && prepared_) {
+    if (!result_.command_ran && !result_.output_dir.empty() && prepared_) {
       // Nothing was recorded: the directory goes back to how it was, so the same -o works again.
-      ::unlink((options_.output_dir + "/" + kLogName).c_str());
-      if (created_dir_) ::rmdir(options_.output_dir.c_str());
+      ::unlink((result_.output_dir + "/" + kLogName).c_str());
+      if (created_dir_) ::rmdir(result_.output_dir.c_str());
     }
     // The supervisor, destroyed next, drops the signals that were meant for the job.
   }
@@ -161,7 +178,15 @@ class Session {
       err_ << kPrefix << "no command to run (gapwatch profile [-o DIR] -- CMD ARGS...)\n";
       return result_;
     }
-    if (!prepareOutputDir(options_.output_dir, &created_dir_, err_)) return result_;
+    if (options_.unique_output_dir) {
+      auto made = makeUniqueOutputDir(options_.output_dir, err_);
+      if (!made) return result_;
+      result_.output_dir = *made;
+      created_dir_ = true;
+    } else {
+      result_.output_dir = options_.output_dir;
+      if (!prepareOutputDir(result_.output_dir, &created_dir_, err_)) return result_;
+    }
     prepared_ = true;
     auto socket_dir = makeSocketDir(err_);
     if (!socket_dir) return result_;
@@ -190,7 +215,7 @@ class Session {
     std::cerr.flush();
     const pid_t parent = ::getpid();
     const pid_t pid = supervisor_.startHelper(
-        [&] { return runCollectorChild(options_.collector, socket_path_, options_.output_dir, parent); });
+        [&] { return runCollectorChild(options_.collector, socket_path_, result_.output_dir, parent); });
     if (pid < 0) {
       err_ << kPrefix << "fork: " << strerror(errno) << '\n';
       return false;
@@ -202,7 +227,7 @@ class Session {
       int status = 0;
       if (supervisor_.exited(collector_, &status)) {
         collector_ = -1;
-        const std::string why = lastLineOf(options_.output_dir + "/" + kLogName);
+        const std::string why = lastLineOf(result_.output_dir + "/" + kLogName);
         err_ << kPrefix << "the collector did not start" << (why.empty() ? "" : ": " + why) << '\n';
         return false;
       }
@@ -275,7 +300,7 @@ class Session {
       } else if (pid == collector_) {
         collector_ = -1;
         err_ << kPrefix << "warning: the collector exited early (status " << shellExitCode(status) << ", see "
-             << options_.output_dir << "/" << kLogName << "); the processes still running write local files\n";
+             << result_.output_dir << "/" << kLogName << "); the processes still running write local files\n";
       }
     });
     command_ = -1;
@@ -292,7 +317,7 @@ class Session {
     const int status = supervisor_.waitFor(collector_);
     if (result_.command_ran && shellExitCode(status) != 0) {
       err_ << kPrefix << "warning: the collector exited with status " << shellExitCode(status) << " (see "
-           << options_.output_dir << "/" << kLogName << ")\n";
+           << result_.output_dir << "/" << kLogName << ")\n";
     }
     collector_ = -1;
   }

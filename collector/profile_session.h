@@ -33,6 +33,10 @@ namespace gapwatch::collector {
 
 struct ProfileSessionOptions {
   std::string output_dir;  // created when missing; an existing one must be empty
+  // output_dir is a base name (the default, named to the second): the session makes a new
+  // directory, that name or the first free one of <name>-2, <name>-3, ... (never one that exists,
+  // so two runs started in the same second never share one); the result names it.
+  bool unique_output_dir = false;
   std::string library;     // libgapwatch.so, absolute
   std::vector<std::string> command;
   // The private collector's options (its report writers, the analysis's knobs); its socket and
@@ -50,6 +54,8 @@ struct ProfileSessionResult {
   // The command's exit code, 128 + N when signal N ended it (as a shell says); before the command
   // ran: 1 (the session could not start), 126 (not executable) or 127 (not found).
   int exit_code = 1;
+  // The output directory used (options.output_dir, or the one made for unique_output_dir).
+  std::string output_dir;
 };
 
 // Runs the whole session. Every failure is one line on `err`, prefixed "gapwatch profile: ". A

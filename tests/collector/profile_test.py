@@ -171,6 +171,42 @@ class ProfileTest(unittest.TestCase):
         log = read(os.path.join(self.dir, made[0], "collector.log"))
         self.assertIn("listening on " + sock, log)
 
+    def test_default_directories_never_collide(self):
+        """Issue 21, item 9: the default directory was named to the second, so a second run that
+        started in the same second used the first one's directory (or, once it held files, failed).
+        Here every name of the coming minute is taken already (a non-empty directory), and two runs
+        start at once: each gets a directory of its own, made for it, beside the taken ones."""
+        env = dict(self.env, TZ="UTC")  # the names below are computed in UTC too
+        now = time.time()
+        taken = set()
+        for second in range(-2, 90):
+            name = time.strftime("gapwatch-profile-%Y%m%d-%H%M%S", time.gmtime(now + second))
+            if name in taken:
+                continue
+            taken.add(name)
+            os.mkdir(os.path.join(self.dir, name))
+            open(os.path.join(self.dir, name, "old.gwt"), "w").close()
+        runs = [subprocess.Popen([gwtest.GAPWATCH, "profile", "--", gwtest.SIM, scenario("healthy"), "--quiet"],
+                                 env=env, cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        made = []
+        for p in runs:
+            stdout, stderr = p.communicate(timeout=HANG * 3)
+            self.assertEqual(p.returncode, 0, stderr)
+            prefix = "gapwatch profile: recordings and report in "
+            self.assertTrue(stderr.splitlines()[-1].startswith(prefix), stderr)
+            out = stderr.splitlines()[-1][len(prefix):]
+            self.assertNotIn(out, taken)
+            self.assertRegex(out, r"^gapwatch-profile-\d{8}-\d{6}-\d+$")
+            self.assertEqual(stdout, self.report(os.path.join(self.dir, out)))
+            made.append(out)
+        self.assertEqual(len(set(made)), 2, made)
+        for out in made:
+            [recording] = self.recordings(os.path.join(self.dir, out))
+            self.assert_complete(recording)
+        for name in taken:
+            self.assertEqual(os.listdir(os.path.join(self.dir, name)), ["old.gwt"])
+
     def test_library_from_gapwatch_library(self):
         copy = os.path.join(self.dir, "lib", "libgapwatch-copy.so")
         os.mkdir(os.path.dirname(copy))
