@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
                               "Where the recordings go: a new or empty directory (default: "
                               "gapwatch-profile-<YYYYmmdd-HHMMSS>[-N] in the current directory, always a new one)");
   profile_command->add_flag("--json", profile.json, "Print the report as one JSON document (docs/report-json.md)");
-  profile_command->add_flag("--watch", profile.watch, "Show the live view while the command runs (gapwatch watch)");
+  profile_command->add_flag("--watch", profile.watch, "Show the live view while the command runs (gapwatch watch); on stderr when stdout is not a "
+                            "terminal");
   profile_command->add_option("CMD", profile.command, "The command and its arguments, after --")->required();
 
   cli::WatchOptions watch;

@@ -164,6 +164,9 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   };
   if (options.watch) {
     session.watch = [](const std::string& socket) {
+      // stdout is the report's (a file, a pipe: `--json > out.json`); the view goes where a
+      // person looks, stderr, when stdout is not a terminal (docs/usage.md, "One command").
+      if (::isatty(STDOUT_FILENO) != 1) ::dup2(STDERR_FILENO, STDOUT_FILENO);
       WatchOptions watch;
       watch.socket_path = socket;
       const int code = runWatch(watch);

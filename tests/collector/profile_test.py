@@ -126,16 +126,29 @@ class ProfileTest(unittest.TestCase):
         r = self.profile(["--watch", "-o", out, "--", gwtest.SIM, scenario("nccl-bound"), "--quiet"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_last_line(r, out)
-        # Not a terminal: the view's plain blocks, then the line of the collector stopping, then
-        # the report, the same as without --watch.
-        view, stopped, report = r.stdout.partition("gapwatch watch: the collector at ")
-        self.assertTrue(stopped, r.stdout)
+        # stdout is not a terminal: it carries the report alone, the same as without --watch; the
+        # view's plain blocks, then the line of the collector stopping, go to stderr.
+        self.assertEqual(r.stdout, self.report(out))
+        view, stopped, _ = r.stderr.partition("gapwatch watch: the collector at ")
+        self.assertTrue(stopped, r.stderr)
         self.assertIn(" collector ", view.splitlines()[0])
         last_block = view[view.rindex("\n20"):]  # blocks begin with a timestamp
         self.assertIn("  rank 0  ", last_block)
         self.assertIn("  rank 1  ", last_block)
         self.assertEqual(last_block.count(" ended "), 2, last_block)
-        self.assertEqual(report.split("\n", 1)[1], self.report(out))
+
+    def test_watch_with_json_keeps_stdout_valid_json(self):
+        """Issue 21, item 9: `gapwatch profile --watch --json > out.json` wrote the live view's
+        blocks and its closing line into the JSON on stdout. The view goes where a person looks
+        (stderr, when stdout is not a terminal); stdout is the report's JSON document alone."""
+        out = os.path.join(self.dir, "watched-json")
+        r = self.profile(["--watch", "--json", "-o", out, "--", gwtest.SIM, scenario("nccl-bound"), "--quiet"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_last_line(r, out)
+        document = json.loads(r.stdout)  # the whole of stdout, nothing before or after
+        self.assertEqual(r.stdout, read(os.path.join(out, "gapwatch-report.json")))
+        self.assertEqual(len(document["inputs"]), 2)
+        self.assertIn("gapwatch watch: the collector at ", r.stderr)
 
     def test_json_report_is_that_of_its_recordings(self):
         for name in ("data-bound", "nccl-bound"):
