@@ -14,6 +14,7 @@
 #include "collector/status_json.h"
 #include "collector/status_watcher.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -24,10 +25,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace gapwatch::collector {
@@ -42,6 +46,31 @@ constexpr int kReadsPerTurn = 4;
 constexpr int kReadsAtStop = 1024;
 // How often the live status is built and sent (gapwatch watch refreshes at this pace).
 constexpr auto kStatusPeriod = std::chrono::seconds(1);
+
+// True when a thread of process `pid` is stopped: by a signal (state T) or by a tracer (t). Any
+// thread, not only the first: a debugger may stop the one that was sending.
+bool processIsStopped(int pid) {
+  if (pid <= 0) return false;
+  const std::string tasks_path = "/proc/" + std::to_string(pid) + "/task";
+  DIR* tasks = ::opendir(tasks_path.c_str());
+  if (!tasks) return false;
+  bool stopped = false;
+  while (dirent* task = ::readdir(tasks)) {
+    if (task->d_name[0] == '.') continue;
+    std::ifstream stat(tasks_path + "/" + task->d_name + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    // "pid (comm) S ...": the name may hold spaces and parentheses; the state follows the last ')'.
+    const std::size_t close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size()) {
+      const char state = text[close + 2];
+      if (state == 'T' || state == 't') stopped = true;
+    }
+    if (stopped) break;
+  }
+  ::closedir(tasks);
+  return stopped;
+}
 
 // Processes in reports and in the status: by rank, those without one last, then by pid and file.
 auto processOrder(const std::optional<int32_t>& rank, uint32_t pid, const std::string& file) {
@@ -117,15 +146,17 @@ class Collector {
         if (connections_[i]->readAvailable(now, kReadsPerTurn)) continue;
         if (connections_[i]->wantsStatus()) {
           watchers_.push_back(std::make_unique<StatusWatcher>(connections_[i]->releaseFd()));
+          peers_.erase(connections_[i]->id());
           connections_[i].reset();
           sendStatus(now, watchers_.back().get());  // at once, not at the next period
           continue;
         }
-        finish(i, connections_[i]->closeReason());
+        finish(i, connections_[i]->closeReason(), connections_[i]->closeSeverity());
       }
       for (std::size_t i = 0; i < connections_.size(); ++i) {
-        if (connections_[i] && connections_[i]->tooSlow(now, timeout)) {
-          finish(i, "too slow: no whole frame for " + std::to_string(options_.slow_peer_timeout_ns / 1'000'000) + " ms");
+        if (connections_[i] && connections_[i]->tooSlow(now, timeout) && !keptWhileStopped(*connections_[i], now, timeout)) {
+          finish(i, "too slow: no whole frame for " + std::to_string(options_.slow_peer_timeout_ns / 1'000'000) + " ms",
+                 CloseSeverity::kWarning);
         }
       }
       connections_.erase(std::remove(connections_.begin(), connections_.end(), nullptr), connections_.end());
@@ -176,6 +207,7 @@ class Collector {
         continue;
       }
       connections_.push_back(std::make_unique<Connection>(id, fd, int(cred.pid), dir_fd_, options_.analysis, now));
+      peers_[id] = PeerProcess{int(cred.pid)};
     }
   }
 
@@ -206,12 +238,33 @@ class Collector {
     return false;
   }
 
+  // A peer whose process is stopped (SIGSTOP, a debugger, a checkpoint) is not a slow one: it is
+  // kept for as long as it is stopped, whatever it sent, and once it runs again it has the whole
+  // timeout anew (docs/collector.md, "Connections"). Logged once per stop.
+  bool keptWhileStopped(const Connection& c, Clock::time_point now, Clock::duration timeout) {
+    auto peer = peers_.find(c.id());
+    if (peer == peers_.end()) return false;
+    PeerProcess& p = peer->second;
+    if (processIsStopped(p.pid)) {
+      if (!p.stop_logged) {
+        logInfo("connection " + std::to_string(c.id()) + ": pid " + std::to_string(p.pid) +
+                ": the process is stopped (a signal, a debugger): kept past the slow-peer timeout while it is");
+        p.stop_logged = true;
+      }
+      p.last_seen_stopped = now;
+      return true;
+    }
+    p.stop_logged = false;
+    return p.last_seen_stopped && now - *p.last_seen_stopped <= timeout;
+  }
+
   // Logs and drops connection i (its slot becomes null until the sweep).
-  void finish(std::size_t i, const std::string& reason) {
+  void finish(std::size_t i, const std::string& reason, CloseSeverity severity) {
     auto& c = connections_[i];
     if (!c) return;
+    peers_.erase(c->id());
     const std::string line = c->closeLine(reason);
-    if (reason.rfind("refused", 0) == 0 || reason.rfind("too slow", 0) == 0 || reason.rfind("read error", 0) == 0) {
+    if (severity == CloseSeverity::kWarning) {
       logWarning(line);
     } else {
       logInfo(line);
@@ -347,9 +400,9 @@ class Collector {
     for (std::size_t i = 0; i < connections_.size(); ++i) {
       if (!connections_[i]) continue;
       if (!connections_[i]->readAvailable(now, kReadsAtStop)) {
-        finish(i, connections_[i]->closeReason());
+        finish(i, connections_[i]->closeReason(), connections_[i]->closeSeverity());
       } else {
-        finish(i, "collector stopping");
+        finish(i, "collector stopping", CloseSeverity::kInfo);
       }
     }
     connections_.clear();
@@ -371,6 +424,14 @@ class Collector {
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<StatusWatcher>> watchers_;
   std::vector<EndedProcess> ended_;  // in the order they ended
+  // Per connection id: its peer process as SO_PEERCRED named it (in this pid namespace, unlike a
+  // Hello's pid), for keptWhileStopped.
+  struct PeerProcess {
+    int pid = 0;
+    std::optional<Clock::time_point> last_seen_stopped;
+    bool stop_logged = false;
+  };
+  std::unordered_map<int, PeerProcess> peers_;
   int next_id_ = 0;
   uint64_t processes_seen_ = 0;
   // A descriptor kept open to be given up when accept() finds none left (refuseWithoutDescriptors).
@@ -439,12 +500,25 @@ int runCollector(const CollectorOptions& options) {
     ::close(dir_fd);
     return 1;
   }
+  // The socket goes with the collector whatever ends the loop, an exception included: a socket file
+  // that nobody listens on is one more thing for the next collector and every library to find stale.
+  struct SocketRemover {
+    const std::string& path;
+    bool armed = true;
+    void now() {
+      ::unlink(path.c_str());
+      armed = false;
+    }
+    ~SocketRemover() {
+      if (armed) ::unlink(path.c_str());
+    }
+  } socket_remover{socket_path};
   logInfo("listening on " + socket_path + ", recordings to " + options.output_dir +
           (metrics ? ", metrics on " + metrics->url() : std::string()));
   const int code = Collector(options, socket_path, listen_fd, signal_fd, dir_fd, metrics.get()).run();
   metrics.reset();  // joins the HTTP thread
   ::close(listen_fd);
-  ::unlink(socket_path.c_str());
+  socket_remover.now();
   ::close(signal_fd);
   ::close(dir_fd);
   logInfo("stopped");

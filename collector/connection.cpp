@@ -63,6 +63,7 @@ bool Connection::readAvailable(Clock::time_point now, int max_reads) {
     if (n < 0 && errno == ECONNRESET) n = 0;
     if (n < 0) {
       close_reason_ = std::string("read error: ") + strerror(errno);
+      close_severity_ = CloseSeverity::kWarning;
       return false;
     }
     if (n == 0) {
@@ -196,6 +197,7 @@ bool Connection::tooSlow(Clock::time_point now, Clock::duration timeout) const {
 
 bool Connection::refuse(std::string reason) {
   close_reason_ = "refused: " + std::move(reason);
+  close_severity_ = CloseSeverity::kWarning;
   return false;
 }
 

@@ -27,6 +27,11 @@
 
 namespace gapwatch::collector {
 
+// What a closed connection's log line is: a warning when the peer or the system did something
+// wrong (refused, a read error, too slow), information otherwise. Set where the reason is decided,
+// never read back from the reason's text.
+enum class CloseSeverity { kInfo, kWarning };
+
 // A traced process whose connection is over: what the collector reports of it.
 struct FinishedProcess {
   std::string file;  // the .gwt's name in the output directory
@@ -69,6 +74,7 @@ class Connection {
   // The line logged when the connection is over ("closed: ..." with its totals).
   std::string closeLine(const std::string& reason) const;
   const std::string& closeReason() const { return close_reason_; }
+  CloseSeverity closeSeverity() const { return close_severity_; }
   // The line logged once the Hello has been accepted.
   std::string openLine() const;
 
@@ -121,6 +127,7 @@ class Connection {
   std::optional<int32_t> rank_;
   uint64_t bytes_received_ = 0;
   std::string close_reason_;
+  CloseSeverity close_severity_ = CloseSeverity::kInfo;
   static constexpr Clock::duration kReceiptInterval = std::chrono::milliseconds(10);
   uint64_t receipted_offset_ = 0;  // file offset the last receipt sent covers (0: none yet)
   Clock::time_point last_receipt_{};

@@ -11,6 +11,15 @@
 
 namespace gapwatch::collector {
 
+int commitTemporaryFile(int file_fd, int dir_fd, const std::string& temporary, const std::string& name,
+                        unsigned rename_flags) {
+  if (::fsync(file_fd) != 0) return errno;
+  if (::renameat2(dir_fd, temporary.c_str(), dir_fd, name.c_str(), rename_flags) != 0) return errno;
+  // The rename is an entry in the directory: durable only once the directory is.
+  if (::fsync(dir_fd) != 0) return errno;
+  return 0;
+}
+
 bool replaceOutputFile(int dir_fd, const std::string& name, const std::string& content, std::string* error) {
   const std::string temporary = "." + name + ".tmp-" + std::to_string(getpid());
   ::unlinkat(dir_fd, temporary.c_str(), 0);  // a leftover of this pid's own earlier run
@@ -19,12 +28,12 @@ bool replaceOutputFile(int dir_fd, const std::string& name, const std::string& c
     *error = strerror(errno);
     return false;
   }
-  const bool written = writeAll(fd, content.data(), content.size());
-  const int saved = errno;
-  ::close(fd);
-  if (!written || ::renameat(dir_fd, temporary.c_str(), dir_fd, name.c_str()) != 0) {
-    *error = strerror(written ? errno : saved);
-    ::unlinkat(dir_fd, temporary.c_str(), 0);
+  int failed = writeAll(fd, content.data(), content.size()) ? 0 : errno;
+  if (failed == 0) failed = commitTemporaryFile(fd, dir_fd, temporary, name, 0);
+  if (::close(fd) != 0 && failed == 0) failed = errno;
+  if (failed != 0) {
+    *error = strerror(failed);
+    ::unlinkat(dir_fd, temporary.c_str(), 0);  // nothing there once the rename was done
     return false;
   }
   return true;

@@ -1,16 +1,28 @@
-// collector/output_file.h: writes a report into the collector's output directory without ever
-// following a link planted there.
+// collector/output_file.h: how gapwatch puts a finished file in place: the reports the collector
+// writes into its output directory, and a recording `gapwatch import` writes (tools/
+// gwt_file_writer.cpp).
 //
-// The content goes to a new temporary file (O_CREAT|O_EXCL|O_NOFOLLOW, relative to the directory's
-// fd) that is then renamed over the name: rename replaces a symlink at that name rather than
-// writing through it, and a reader sees the old report or the new one, never half of one.
+// The content goes to a new temporary file beside the name (O_CREAT|O_EXCL|O_NOFOLLOW, relative to
+// the directory's fd), which is then renamed over the name: rename replaces a symlink at that name
+// rather than writing through it, and a reader sees the old file or the new one, never half of
+// one. Durable too (issue 21, item 9): the file's content is fsync'ed before the rename and the
+// directory after it, so that after a crash, of the machine included, the name holds the old
+// content or the whole new one, never a file of the right name that is empty or cut short.
 #pragma once
 
 #include <string>
 
 namespace gapwatch::collector {
 
-// False with *error set when it could not (the temporary file is removed).
+// Writes `content` as `name` in `dir_fd` (see above). False with *error set when it could not
+// (the temporary file is removed).
 bool replaceOutputFile(int dir_fd, const std::string& name, const std::string& content, std::string* error);
+
+// The last step, for a writer that made its temporary file itself: fsync(file_fd), renameat2 of
+// `temporary` to `name` (both in dir_fd) with `rename_flags` (0 or RENAME_NOREPLACE), fsync(dir_fd).
+// file_fd stays open. Returns 0, or the errno of the step that failed; the temporary is left to
+// the caller.
+int commitTemporaryFile(int file_fd, int dir_fd, const std::string& temporary, const std::string& name,
+                        unsigned rename_flags);
 
 }  // namespace gapwatch::collector

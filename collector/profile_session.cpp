@@ -1,11 +1,9 @@
-// collector/profile_session.cpp: see profile_session.h.
-//
-// One thread. Every signal the session cares about (the four it forwards, and SIGCHLD) stays
-// blocked in this process and is taken with sigwaitinfo(), so nothing is handled asynchronously
-// and no signal is lost between a check and a wait. The children get the original mask back.
+// collector/profile_session.cpp: see profile_session.h. One thread; starting, waiting for and
+// signalling processes is process_supervisor.h's, this file decides which processes and when.
 #include "collector/profile_session.h"
 
 #include "collector/collector.h"
+#include "collector/process_supervisor.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,8 +15,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,7 +23,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <system_error>
 #include <thread>
 
@@ -37,16 +32,9 @@ namespace {
 constexpr const char* kPrefix = "gapwatch profile: ";
 constexpr const char* kSocketName = "collector.sock";
 constexpr const char* kLogName = "collector.log";
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 // Bounds a collector that neither listens nor exits (it always does one or the other within
 // milliseconds); never a measurement.
 constexpr auto kListenTimeout = std::chrono::seconds(60);
-
-int shellCode(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
 
 // Creates `dir` (with its parents) or accepts an existing empty one.
 bool prepareOutputDir(const std::string& dir, bool* created, std::ostream& err) {
@@ -88,6 +76,23 @@ bool prepareOutputDir(const std::string& dir, bool* created, std::ostream& err) 
   return true;
 }
 
+// A new directory named `base`, else base-2, base-3, ...: made by this call (mkdir fails on one that
+// exists, even one another run made a moment ago), so two runs never share one.
+std::optional<std::string> makeUniqueOutputDir(const std::string& base, std::ostream& err) {
+  constexpr int kTries = 1000;
+  for (int n = 1; n <= kTries; ++n) {
+    const std::string dir = n == 1 ? base : base + "-" + std::to_string(n);
+    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
+    if (errno != EEXIST) {
+      err << kPrefix << "cannot create output directory " << dir << ": " << strerror(errno) << '\n';
+      return std::nullopt;
+    }
+  }
+  err << kPrefix << "cannot create output directory " << base << ": it and " << base << "-2 to -" << kTries
+      << " all exist: give one with -o\n";
+  return std::nullopt;
+}
+
 // A fresh 0700 directory of this user's (mkdtemp), where only this session's collector listens.
 std::optional<std::string> makeSocketDir(std::ostream& err) {
   std::vector<std::string> bases;
@@ -107,26 +112,6 @@ std::optional<std::string> makeSocketDir(std::ostream& err) {
   }
   err << kPrefix << "cannot create a socket directory (" << last_error << ")\n";
   return std::nullopt;
-}
-
-// The pids of this process's children (every thread's), or nothing when /proc does not list
-// them (a kernel without CONFIG_PROC_CHILDREN).
-std::optional<std::set<pid_t>> childrenOfThisProcess() {
-  std::set<pid_t> children;
-  DIR* tasks = ::opendir("/proc/self/task");
-  if (!tasks) return std::nullopt;
-  bool read_one = false;
-  while (dirent* task = ::readdir(tasks)) {
-    if (task->d_name[0] == '.') continue;
-    std::ifstream list(std::string("/proc/self/task/") + task->d_name + "/children");
-    if (!list) continue;
-    read_one = true;
-    pid_t pid = 0;
-    while (list >> pid) children.insert(pid);
-  }
-  ::closedir(tasks);
-  if (!read_one) return std::nullopt;
-  return children;
 }
 
 bool socketAccepts(const std::string& path) {
@@ -149,52 +134,29 @@ std::string lastLineOf(const std::string& path) {
   return last;
 }
 
-[[noreturn]] void runCollectorChild(const CollectorOptions& base, const std::string& socket, const std::string& dir,
-                                    const sigset_t& original_mask, pid_t parent) {
+// The collector's child, once forked: a process group of its own, its log to the file.
+int runCollectorChild(const CollectorOptions& base, const std::string& socket, const std::string& dir, pid_t parent) {
   ::setpgid(0, 0);
   // gapwatch profile killed outright: the collector still stops cleanly, closing every file.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != parent) ::_exit(1);
+  if (::getppid() != parent) return 1;
   const std::string log_path = dir + "/" + kLogName;
   int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (log < 0 || null < 0) ::_exit(1);
+  if (log < 0 || null < 0) return 1;
   ::dup2(null, STDIN_FILENO);
   ::dup2(log, STDOUT_FILENO);
   ::dup2(log, STDERR_FILENO);
-  ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   CollectorOptions options = base;
   options.socket_path = socket;
   options.output_dir = dir;
   options.exit_when_idle = false;  // the session says when the job is over: a job may connect late
-  // _exit: the parent's stdio buffers and atexit handlers are the parent's.
-  ::_exit(runCollector(options));
-}
-
-// In the command's child: never returns. An exec that fails sends its errno up `error_fd`.
-[[noreturn]] void execCommand(const std::vector<char*>& argv, const std::string& preload, const std::string& socket,
-                              int error_fd, const sigset_t& original_mask) {
-  ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-  ::setenv("LD_PRELOAD", preload.c_str(), 1);
-  ::setenv("GAPWATCH_SOCKET", socket.c_str(), 1);
-  // A file named for the two-step way of recording has no place in this run: a process that
-  // cannot reach the collector falls back to that file, outside the output directory.
-  ::unsetenv("GAPWATCH_OUTPUT");
-  ::execvp(argv[0], argv.data());
-  const int error = errno;
-  ssize_t ignored = ::write(error_fd, &error, sizeof error);
-  (void)ignored;
-  ::_exit(error == ENOENT ? 127 : 126);
+  return runCollector(options);
 }
 
 class Session {
  public:
-  Session(const ProfileSessionOptions& options, std::ostream& err) : options_(options), err_(err) {
-    sigemptyset(&waited_);
-    for (int s : kForwarded) sigaddset(&waited_, s);
-    sigaddset(&waited_, SIGCHLD);
-    ::sigprocmask(SIG_BLOCK, &waited_, &original_mask_);
-  }
+  Session(const ProfileSessionOptions& options, std::ostream& err) : options_(options), err_(err) {}
 
   ~Session() {
     stopCollector();
@@ -203,16 +165,12 @@ class Session {
       ::unlink(socket_path_.c_str());  // the collector removes it; not one that died
       ::rmdir(socket_dir_.c_str());
     }
-    if (!result_.command_ran && !options_.output_dir.empty() && prepared_) {
+    if (!result_.command_ran && !result_.output_dir.empty() && prepared_) {
       // Nothing was recorded: the directory goes back to how it was, so the same -o works again.
-      ::unlink((options_.output_dir + "/" + kLogName).c_str());
-      if (created_dir_) ::rmdir(options_.output_dir.c_str());
+      ::unlink((result_.output_dir + "/" + kLogName).c_str());
+      if (created_dir_) ::rmdir(result_.output_dir.c_str());
     }
-    // Signals that arrived for the job are not this process's to act on afterwards.
-    timespec zero{};
-    while (::sigtimedwait(&waited_, nullptr, &zero) > 0) {
-    }
-    ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+    // The supervisor, destroyed next, drops the signals that were meant for the job.
   }
 
   ProfileSessionResult run() {
@@ -220,7 +178,15 @@ class Session {
       err_ << kPrefix << "no command to run (gapwatch profile [-o DIR] -- CMD ARGS...)\n";
       return result_;
     }
-    if (!prepareOutputDir(options_.output_dir, &created_dir_, err_)) return result_;
+    if (options_.unique_output_dir) {
+      auto made = makeUniqueOutputDir(options_.output_dir, err_);
+      if (!made) return result_;
+      result_.output_dir = *made;
+      created_dir_ = true;
+    } else {
+      result_.output_dir = options_.output_dir;
+      if (!prepareOutputDir(result_.output_dir, &created_dir_, err_)) return result_;
+    }
     prepared_ = true;
     auto socket_dir = makeSocketDir(err_);
     if (!socket_dir) return result_;
@@ -229,11 +195,7 @@ class Session {
     if (!startCollector()) return result_;
     // A signal that came while the collector started is the user's wish to stop: the command is
     // not started at all.
-    timespec zero{};
-    sigset_t forwarded;
-    sigemptyset(&forwarded);
-    for (int s : kForwarded) sigaddset(&forwarded, s);
-    const int early = ::sigtimedwait(&forwarded, nullptr, &zero);
+    const int early = supervisor_.takePendingSignal();
     if (early > 0) {
       err_ << kPrefix << "stopped by " << strsignal(early) << " before the command started\n";
       result_.exit_code = 128 + early;
@@ -252,20 +214,20 @@ class Session {
     std::cout.flush();
     std::cerr.flush();
     const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
+    const pid_t pid = supervisor_.startHelper(
+        [&] { return runCollectorChild(options_.collector, socket_path_, result_.output_dir, parent); });
     if (pid < 0) {
       err_ << kPrefix << "fork: " << strerror(errno) << '\n';
       return false;
     }
-    if (pid == 0) runCollectorChild(options_.collector, socket_path_, options_.output_dir, original_mask_, parent);
     collector_ = pid;
     ::setpgid(pid, pid);  // also here, so no terminal signal can reach it before the child's own call
     const auto deadline = std::chrono::steady_clock::now() + kListenTimeout;
     while (!socketAccepts(socket_path_)) {
       int status = 0;
-      if (::waitpid(collector_, &status, WNOHANG) == collector_) {
+      if (supervisor_.exited(collector_, &status)) {
         collector_ = -1;
-        const std::string why = lastLineOf(options_.output_dir + "/" + kLogName);
+        const std::string why = lastLineOf(result_.output_dir + "/" + kLogName);
         err_ << kPrefix << "the collector did not start" << (why.empty() ? "" : ": " + why) << '\n';
         return false;
       }
@@ -273,6 +235,8 @@ class Session {
         err_ << kPrefix << "the collector did not listen on " << socket_path_ << " within "
              << kListenTimeout.count() << " s\n";
         ::kill(collector_, SIGKILL);
+        supervisor_.waitFor(collector_);
+        collector_ = -1;
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -287,157 +251,81 @@ class Session {
     if (!options_.watch) return;
     std::cout.flush();
     std::cerr.flush();
-    const pid_t pid = ::fork();
+    const pid_t pid = supervisor_.startHelper([&] { return options_.watch(socket_path_); });
     if (pid < 0) {
       err_ << kPrefix << "warning: no live view (fork: " << strerror(errno) << ")\n";
       return;
-    }
-    if (pid == 0) {
-      ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
-      ::_exit(options_.watch(socket_path_));
     }
     watch_ = pid;
   }
 
   void waitForWatch() {
     if (watch_ <= 0) return;
-    int status = 0;
-    while (::waitpid(watch_, &status, 0) < 0 && errno == EINTR) {
-    }
+    supervisor_.waitFor(watch_);
     watch_ = -1;
   }
 
   bool startCommand() {
-    std::vector<char*> argv;
-    for (const auto& a : options_.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
     const char* existing = ::getenv("LD_PRELOAD");
     const std::string preload =
         options_.library + (existing && existing[0] ? std::string(":") + existing : std::string());
-    int error_pipe[2];
-    if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
-      err_ << kPrefix << "pipe: " << strerror(errno) << '\n';
-      return false;
-    }
     std::cout.flush();
     std::cerr.flush();
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      err_ << kPrefix << "fork: " << strerror(errno) << '\n';
-      ::close(error_pipe[0]);
-      ::close(error_pipe[1]);
+    const auto started = supervisor_.startCommand(options_.command, [&] {
+      ::setenv("LD_PRELOAD", preload.c_str(), 1);
+      ::setenv("GAPWATCH_SOCKET", socket_path_.c_str(), 1);
+      // A file named for the two-step way of recording has no place in this run: a process that
+      // cannot reach the collector falls back to that file, outside the output directory.
+      ::unsetenv("GAPWATCH_OUTPUT");
+    });
+    if (started.exec_failed) {
+      err_ << kPrefix << "cannot run " << options_.command[0] << ": " << strerror(started.error) << '\n';
+      result_.exit_code = started.error == ENOENT ? 127 : 126;
       return false;
     }
-    if (pid == 0) {
-      ::close(error_pipe[0]);
-      execCommand(argv, preload, socket_path_, error_pipe[1], original_mask_);
-    }
-    ::close(error_pipe[1]);
-    command_ = pid;
-    int exec_error = 0;
-    ssize_t n;
-    do {
-      n = ::read(error_pipe[0], &exec_error, sizeof exec_error);
-    } while (n < 0 && errno == EINTR);
-    ::close(error_pipe[0]);
-    if (n == ssize_t(sizeof exec_error)) {
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      command_ = -1;
-      err_ << kPrefix << "cannot run " << options_.command[0] << ": " << strerror(exec_error) << '\n';
-      result_.exit_code = exec_error == ENOENT ? 127 : 126;
+    if (started.pid < 0) {
+      err_ << kPrefix << "cannot start the command: " << strerror(started.error) << '\n';
       return false;
     }
+    command_ = started.pid;
     result_.command_ran = true;
     return true;
   }
 
   // Until the command and every descendant (reparented here, this being a subreaper) has exited.
   void waitForJob() {
-    bool command_alive = true;
-    bool warned_no_proc = false;
-    for (;;) {
-      reapAll(&command_alive);
-      if (!command_alive) {
-        auto left = tracedChildren();
-        if (!left) {
-          if (!warned_no_proc) {
-            err_ << kPrefix << "this kernel does not list a process's children in /proc: waiting for the "
-                 << "command only, not for processes it left behind\n";
-          }
-          warned_no_proc = true;
-          return;
-        }
-        if (left->empty()) return;
-      }
-      siginfo_t info{};
-      const int signal = ::sigwaitinfo(&waited_, &info);
-      if (signal < 0 || signal == SIGCHLD) continue;
-      forward(signal, info, command_alive);
-    }
-  }
-
-  void reapAll(bool* command_alive) {
-    for (;;) {
-      int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) return;
-      if (pid == command_) {
-        *command_alive = false;
-        result_.exit_code = shellCode(status);
-      } else if (pid == watch_) {
+    const auto end = supervisor_.waitForJob(command_, [&](pid_t pid, int status) {
+      if (pid == watch_) {
         watch_ = -1;  // ended early (q, Ctrl-C): the job goes on
       } else if (pid == collector_) {
         collector_ = -1;
-        err_ << kPrefix << "warning: the collector exited early (status " << shellCode(status) << ", see "
-             << options_.output_dir << "/" << kLogName << "); the processes still running write local files\n";
+        err_ << kPrefix << "warning: the collector exited early (status " << shellExitCode(status) << ", see "
+             << result_.output_dir << "/" << kLogName << "); the processes still running write local files\n";
       }
-    }
-  }
-
-  // This process's children but the collector: what is left of the job once the command has gone.
-  std::optional<std::set<pid_t>> tracedChildren() const {
-    auto children = childrenOfThisProcess();
-    if (children) {
-      children->erase(collector_);
-      children->erase(watch_);
-    }
-    return children;
-  }
-
-  void forward(int signal, const siginfo_t& info, bool command_alive) {
-    std::set<pid_t> targets;
-    if (command_alive) {
-      targets.insert(command_);
-    } else if (auto left = tracedChildren()) {
-      targets = *left;
-    }
-    // A terminal's Ctrl-C (sent by the kernel: SI_KERNEL) has already reached every process of
-    // this process group; a second copy could cut short the job's own clean-up.
-    const bool from_terminal = info.si_code == SI_KERNEL;
-    for (pid_t pid : targets) {
-      if (from_terminal && ::getpgid(pid) == ::getpgrp()) continue;
-      ::kill(pid, signal);
+    });
+    command_ = -1;
+    result_.exit_code = shellExitCode(end.status);
+    if (end.descendants_unknown) {
+      err_ << kPrefix << "this kernel does not list a process's children in /proc: waiting for the "
+           << "command only, not for processes it left behind\n";
     }
   }
 
   void stopCollector() {
     if (collector_ <= 0) return;
     ::kill(collector_, SIGTERM);
-    int status = 0;
-    while (::waitpid(collector_, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (result_.command_ran && shellCode(status) != 0) {
-      err_ << kPrefix << "warning: the collector exited with status " << shellCode(status) << " (see "
-           << options_.output_dir << "/" << kLogName << ")\n";
+    const int status = supervisor_.waitFor(collector_);
+    if (result_.command_ran && shellExitCode(status) != 0) {
+      err_ << kPrefix << "warning: the collector exited with status " << shellExitCode(status) << " (see "
+           << result_.output_dir << "/" << kLogName << ")\n";
     }
     collector_ = -1;
   }
 
+  // Declared first: destroyed last, after the destructor above has stopped every child.
+  ProcessSupervisor supervisor_;
   const ProfileSessionOptions& options_;
   std::ostream& err_;
-  sigset_t waited_{};
-  sigset_t original_mask_{};
   bool prepared_ = false;
   bool created_dir_ = false;
   std::string socket_dir_;
@@ -453,8 +341,9 @@ class Session {
 ProfileSessionResult runProfileSession(const ProfileSessionOptions& options, std::ostream& err) {
   // Orphaned descendants (daemonised workers) come to this process, to be waited for and reaped.
   // Set before the command starts and left set: this process exits soon after the session.
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-    err << kPrefix << "cannot become a child subreaper: " << strerror(errno) << '\n';
+  std::string error;
+  if (!ProcessSupervisor::becomeSubreaper(&error)) {
+    err << kPrefix << "cannot become a child subreaper: " << error << '\n';
     return {};
   }
   Session session(options, err);

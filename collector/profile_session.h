@@ -13,7 +13,9 @@
 //     first) and GAPWATCH_SOCKET set, and GAPWATCH_OUTPUT removed;
 //  4. this process is a child subreaper: a daemonised descendant is reparented to it, and the
 //     session waits until the command and every descendant has exited, forwarding SIGINT,
-//     SIGTERM, SIGHUP and SIGQUIT to the command (once it has exited: to the descendants left);
+//     SIGTERM, SIGHUP and SIGQUIT to the command (once it has exited: to the descendants left).
+//     How is process_supervisor.h's (SIGCHLD ignored by the parent included); which, and when, is
+//     this file's;
 //  5. SIGTERM to the collector, which then reads what every peer sent, closes the files and
 //     writes the run's report (gapwatch-report.txt, .json) in the output directory.
 // With --watch, a child runs the live view (`gapwatch watch`) on the private socket from before
@@ -31,6 +33,10 @@ namespace gapwatch::collector {
 
 struct ProfileSessionOptions {
   std::string output_dir;  // created when missing; an existing one must be empty
+  // output_dir is a base name (the default, named to the second): the session makes a new
+  // directory, that name or the first free one of <name>-2, <name>-3, ... (never one that exists,
+  // so two runs started in the same second never share one); the result names it.
+  bool unique_output_dir = false;
   std::string library;     // libgapwatch.so, absolute
   std::vector<std::string> command;
   // The private collector's options (its report writers, the analysis's knobs); its socket and
@@ -48,6 +54,8 @@ struct ProfileSessionResult {
   // The command's exit code, 128 + N when signal N ended it (as a shell says); before the command
   // ran: 1 (the session could not start), 126 (not executable) or 127 (not found).
   int exit_code = 1;
+  // The output directory used (options.output_dir, or the one made for unique_output_dir).
+  std::string output_dir;
 };
 
 // Runs the whole session. Every failure is one line on `err`, prefixed "gapwatch profile: ". A

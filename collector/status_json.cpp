@@ -2,6 +2,7 @@
 #include "collector/status_json.h"
 
 #include "analysis/process_summary.h"
+#include "collector/json_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +51,8 @@ std::string statusJsonLine(const CollectorStatus& status) {
       {"version", CollectorStatus::kVersion}, {"uptime_ns", status.uptime_ns}, {"socket", status.socket},
       {"output_dir", status.output_dir},     {"processes", processes},
   };
-  return doc.dump() + "\n";
+  // Paths and names need not be UTF-8: jsonText never throws on them.
+  return jsonText(doc) + "\n";
 }
 
 }  // namespace gapwatch::collector

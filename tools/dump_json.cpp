@@ -1,6 +1,8 @@
 // tools/dump_json.cpp: see dump_json.h.
 #include "tools/dump_json.h"
 
+#include "collector/json_text.h"
+
 #include "reader/enum_labels.h"
 #include "reader/python_stack_text.h"
 
@@ -32,7 +34,7 @@ std::string threadName(uint32_t thread_id, const StringTable& strings) {
 
 void JsonDumpPrinter::print(const nlohmann::ordered_json& object) {
   // Recorded strings are untrusted: never let one stop the dump.
-  out_ << object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  out_ << jsonText(object) << '\n';
 }
 
 void JsonDumpPrinter::onHello(const v1::Hello& h, uint64_t offset) {

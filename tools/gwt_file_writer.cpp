@@ -1,6 +1,7 @@
 // tools/gwt_file_writer.cpp: see gwt_file_writer.h.
 #include "tools/gwt_file_writer.h"
 
+#include "collector/output_file.h"
 #include "reader/batch_encoder.h"
 
 #include <gapwatch/recording_format.h>
@@ -145,20 +146,27 @@ void GwtFileWriter::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*offset*/) {
 
 bool GwtFileWriter::commit() {
   if (fd_ < 0) fail("nothing was written");
-  if (error_.empty() && ::fsync(fd_) != 0) fail(std::string("cannot write: ") + strerror(errno));
+  int dir_fd = -1;
+  if (error_.empty()) {
+    dir_fd = ::open(directoryOf(destination_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) fail(std::string("cannot write: ") + strerror(errno));
+  }
+  if (error_.empty()) {
+    // Without `replace`, RENAME_NOREPLACE refuses a destination that appeared meanwhile.
+    const int error = collector::commitTemporaryFile(fd_, dir_fd, baseNameOf(temporary_), baseNameOf(destination_),
+                                                     replace_ ? 0 : RENAME_NOREPLACE);
+    if (error == 0) {
+      committed_ = true;
+    } else {
+      destination_exists_ = error == EEXIST;
+      fail(error == EEXIST ? std::string("exists (give --force to replace it)")
+                           : std::string("cannot write: ") + strerror(error));
+    }
+  }
+  if (dir_fd >= 0) ::close(dir_fd);
   if (fd_ >= 0 && ::close(fd_) != 0) fail(std::string("cannot write: ") + strerror(errno));
   fd_ = -1;
-  if (!error_.empty()) return false;
-  // Without `replace`, renameat2's RENAME_NOREPLACE refuses a destination that appeared meanwhile.
-  const int rc = replace_ ? ::rename(temporary_.c_str(), destination_.c_str())
-                          : ::renameat2(AT_FDCWD, temporary_.c_str(), AT_FDCWD, destination_.c_str(), RENAME_NOREPLACE);
-  if (rc != 0) {
-    fail(errno == EEXIST ? std::string("exists (give --force to replace it)")
-                         : std::string("cannot write: ") + strerror(errno));
-    return false;
-  }
-  committed_ = true;
-  return true;
+  return error_.empty();
 }
 
 }  // namespace gapwatch::cli

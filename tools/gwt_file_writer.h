@@ -5,7 +5,9 @@
 // header, then `<varint length><gapwatch.v1.Frame>` frames serialised by libprotobuf, batches in
 // the delta form of reader/batch_encoder.h. It goes to a temporary file beside the destination
 // (created O_EXCL|O_NOFOLLOW), renamed over the destination by commit() only when every write
-// succeeded: a reader never sees half a file, and a failed run leaves no file behind.
+// succeeded: a reader never sees half a file, and a failed run leaves no file behind. The file is
+// fsync'ed before the rename and its directory after (collector/output_file.h: the one way
+// gapwatch puts a file in place).
 #pragma once
 
 #include "reader/stream_decoder.h"
@@ -36,6 +38,9 @@ class GwtFileWriter final : public RecordingVisitor {
 
   // The first thing that went wrong, one line without the file name's prefix; "" when nothing did.
   const std::string& error() const { return error_; }
+  // commit() failed because the destination exists (and `replace` was not given): the user's
+  // choice to make (--force), not a write error.
+  bool destinationExists() const { return destination_exists_; }
   uint64_t framesWritten() const { return frames_; }
   uint64_t bytesWritten() const { return bytes_; }
 
@@ -51,6 +56,7 @@ class GwtFileWriter final : public RecordingVisitor {
   uint64_t sequence_ = 0;  // batches written: string-only batches (see onBatch) get their own
   uint64_t frames_ = 0, bytes_ = 0;
   std::string error_;
+  bool destination_exists_ = false;
 };
 
 }  // namespace gapwatch::cli

@@ -37,7 +37,7 @@ int runImport(const ImportOptions& options, std::ostream& out, std::ostream& err
   if (trace.read.error) return printReadOutcome(options.trace, trace.read, err);
   if (!writer.commit()) {
     err << output << ": " << writer.error() << '\n';
-    return writer.error().starts_with("exists") ? kExitUsage : kExitCannotWrite;
+    return writer.destinationExists() ? kExitUsage : kExitCannotWrite;
   }
   const KinetoCounts& c = trace.counts;
   // The trace's polls are written as their loops (kineto_host_events.h).

@@ -147,9 +147,10 @@ int main(int argc, char** argv) {
       "profile", "Run a command and every process it starts under gapwatch, then print the run's report");
   profile_command->add_option("-o,--output-dir", profile.output_dir,
                               "Where the recordings go: a new or empty directory (default: "
-                              "gapwatch-profile-<YYYYmmdd-HHMMSS> in the current directory)");
+                              "gapwatch-profile-<YYYYmmdd-HHMMSS>[-N] in the current directory, always a new one)");
   profile_command->add_flag("--json", profile.json, "Print the report as one JSON document (docs/report-json.md)");
-  profile_command->add_flag("--watch", profile.watch, "Show the live view while the command runs (gapwatch watch)");
+  profile_command->add_flag("--watch", profile.watch, "Show the live view while the command runs (gapwatch watch); on stderr when stdout is not a "
+                            "terminal");
   profile_command->add_option("CMD", profile.command, "The command and its arguments, after --")->required();
 
   cli::WatchOptions watch;

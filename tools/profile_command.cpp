@@ -149,6 +149,8 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
 
   collector::ProfileSessionOptions session;
   session.output_dir = options.output_dir.empty() ? defaultOutputDir() : options.output_dir;
+  // Named to the second: the session makes it, with a suffix when a run in the same second has it.
+  session.unique_output_dir = options.output_dir.empty();
   // "D/" given: the paths in a redrawn report and the last line say D/x.gwt and D, not D//x.gwt.
   while (session.output_dir.size() > 1 && session.output_dir.back() == '/') session.output_dir.pop_back();
   session.library = *library;
@@ -162,6 +164,9 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   };
   if (options.watch) {
     session.watch = [](const std::string& socket) {
+      // stdout is the report's (a file, a pipe: `--json > out.json`); the view goes where a
+      // person looks, stderr, when stdout is not a terminal (docs/usage.md, "One command").
+      if (::isatty(STDOUT_FILENO) != 1) ::dup2(STDERR_FILENO, STDOUT_FILENO);
       WatchOptions watch;
       watch.socket_path = socket;
       const int code = runWatch(watch);
@@ -172,15 +177,16 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   }
   const collector::ProfileSessionResult result = collector::runProfileSession(session, err);
   if (!result.command_ran) return result.exit_code;
+  const std::string& dir = result.output_dir;
 
   // A reader that stops early (`| head`) must not turn the command's exit code into 141. Every
   // process of the job has exited, so none inherits this.
   ::signal(SIGPIPE, SIG_IGN);
-  const bool reported = printRunReport(session.output_dir, options, out, err);
+  const bool reported = printRunReport(dir, options, out, err);
   out.flush();
   if (reported) {
-    const bool report_file = fs::exists(session.output_dir + "/" + collector::kRunReportText);
-    err << kPrefix << (report_file ? "recordings and report in " : "recordings in ") << session.output_dir << '\n';
+    const bool report_file = fs::exists(dir + "/" + collector::kRunReportText);
+    err << kPrefix << (report_file ? "recordings and report in " : "recordings in ") << dir << '\n';
   }
   return result.exit_code;
 }

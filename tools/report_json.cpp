@@ -2,6 +2,7 @@
 #include "tools/report_json.h"
 
 #include "analysis/diagnosis.h"
+#include "collector/json_text.h"
 #include "analysis/sync_advice.h"
 #include "reader/enum_labels.h"
 #include "analysis/gap_histogram.h"
@@ -514,7 +515,7 @@ json reportJson(const analysis::RunReport& content) {
 }
 
 void writeReportJson(const analysis::RunReport& content, std::ostream& out) {
-  out << reportJson(content).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+  out << jsonText(reportJson(content), 2) << '\n';
 }
 
 }  // namespace gapwatch::cli

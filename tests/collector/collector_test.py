@@ -6,6 +6,8 @@ import ctypes
 import glob
 import json
 import os
+import shutil
+import re
 import resource
 import signal
 import socket
@@ -61,14 +63,14 @@ def goodbye():
 class Collector:
     """A collector on a private socket; its log is kept in a file."""
 
-    def __init__(self, workdir, *args, program=None, timeout="2s", nofile=None):
+    def __init__(self, workdir, *args, program=None, timeout="2s", nofile=None, args_before=None):
         self.socket = os.path.join(workdir, "run", "collector.sock")
         self.output = os.path.join(workdir, "out")
         os.makedirs(self.output, exist_ok=True)
         self.log_path = os.path.join(workdir, "collector-%d.log" % time.monotonic_ns())
         self.log_file = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [program or gwtest.GAPWATCH] + ([] if program else ["collector"]) +
+            [program or gwtest.GAPWATCH] + (args_before if args_before else [] if program else ["collector"]) +
             ["--socket", self.socket, "--output-dir", self.output, "--slow-peer-timeout", timeout] + list(args),
             stdout=subprocess.DEVNULL, stderr=self.log_file,
             preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None)
@@ -303,6 +305,60 @@ class CollectorTest(unittest.TestCase):
         self.assertEqual((counts.get("hello"), counts.get("goodbye")), (1, None))
         self.assertIn("steady-911", " ".join(collector.recordings()))
 
+    def test_a_stopped_peer_is_kept_past_the_slow_peer_timeout(self):
+        """Issue 21, item 9: a process paused (SIGSTOP, a debugger, a checkpoint) with half a frame
+        sent was dropped as a slow peer, its recording cut there. A peer whose process is stopped
+        is kept for as long as it is stopped; once it runs again it has the whole timeout anew."""
+        # After SIGCONT the peer has the whole timeout anew: 3 s is ample for one send, even busy.
+        collector = Collector(self.dir, timeout="3s")
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        batch_less = goodbye()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                os.close(ready_r)
+                os.close(go_w)
+                s = collector.connect()
+                s.sendall(hello(990, "paused") + batch_less[:2])  # half of the Goodbye frame
+                os.write(ready_w, b"r")
+                os.read(go_r, 1)
+                s.sendall(batch_less[2:])
+                s.close()
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(ready_w)
+        os.close(go_r)
+        try:
+            self.assertEqual(os.read(ready_r, 1), b"r")
+            collector.wait_log("host paused: opened, writing ")
+            os.kill(child, signal.SIGSTOP)
+            # Stopped past the timeout: the collector either keeps it (and says so) or drops it.
+            deadline = time.monotonic() + HANG
+            while "is stopped" not in collector.log() and "too slow" not in collector.log():
+                self.assertLess(time.monotonic(), deadline, collector.log())
+                time.sleep(0.05)
+            os.kill(child, signal.SIGCONT)
+            os.write(go_w, b"g")
+            _, status = os.waitpid(child, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        finally:
+            os.close(ready_r)
+            os.close(go_w)
+            try:
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        collector.wait_log("host paused: closed (")
+        log = collector.log()
+        self.assertNotIn("too slow", log)
+        self.assertIn("host paused: closed (ended)", log)
+        self.assertEqual(collector.stop(), 0, collector.log())
+        self.assertEqual(frames(os.path.join(collector.output, "gapwatch-paused-990.gwt")), (1, 1))
+
     def test_a_peer_that_sends_nothing_is_closed(self):
         collector = Collector(self.dir, timeout="1s")
         s = collector.connect()
@@ -396,6 +452,122 @@ class CollectorTest(unittest.TestCase):
         self.good_client(collector, 932, "fds")
         self.assertIn("descriptors free again", collector.log())
         self.assertEqual(collector.stop(), 0, collector.log())
+
+    def test_non_utf8_paths_survive_a_watch_client(self):
+        """Issue 21, item 5: with an output directory or socket path that is not UTF-8, the first
+        `gapwatch watch` made the collector die (nlohmann's type_error.316, "invalid UTF-8 byte"),
+        its socket file left behind. The status is valid JSON, the bad bytes replaced (U+FFFD)."""
+        base = self.dir.encode()
+        output = os.path.join(base, b"out-\xff\xfe")
+        run_dir = os.path.join(base, b"run-\xff")
+        os.mkdir(output)
+        os.mkdir(run_dir, 0o700)
+        sock = os.path.join(run_dir, b"c.sock")
+        log_path = os.path.join(self.dir, "collector.log")
+        with open(log_path, "w") as log_file:
+            proc = subprocess.Popen([gwtest.GAPWATCH.encode(), b"collector", b"--socket", sock, b"--output-dir", output],
+                                    stdout=subprocess.DEVNULL, stderr=log_file)
+
+        def log():
+            with open(log_path, errors="replace") as f:
+                return f.read()
+        try:
+            deadline = time.monotonic() + HANG
+            while "listening on" not in log():
+                self.assertIsNone(proc.poll(), log())
+                self.assertLess(time.monotonic(), deadline, log())
+                time.sleep(0.05)
+            watcher = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            watcher.connect(sock)
+            watcher.sendall(frame(5, b""))  # Frame.status_request
+            watcher.settimeout(HANG)
+            line = b""
+            while b"\n" not in line:
+                chunk = watcher.recv(65536)
+                self.assertTrue(chunk, "the collector closed the status stream: " + log())
+                line += chunk
+            status = json.loads(line.split(b"\n")[0])  # bytes: decoded as strict UTF-8
+            self.assertEqual(status["output_dir"], output.decode("utf-8", "replace"))
+            self.assertEqual(status["socket"], sock.decode("utf-8", "replace"))
+            watcher.close()
+            r = subprocess.run([gwtest.GAPWATCH.encode(), b"watch", b"--once", b"--socket", sock],
+                               capture_output=True, timeout=HANG)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # Still serving: a process is recorded, and the stop is a clean one.
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sock)
+            s.sendall(hello(995, "utf") + goodbye())
+            s.close()
+            while "host utf: closed (ended)" not in log():
+                self.assertIsNone(proc.poll(), log())
+                self.assertLess(time.monotonic(), deadline + HANG, log())
+                time.sleep(0.05)
+            self.assertIsNone(proc.poll(), log())
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=HANG)
+        self.assertEqual(code, 0, log())
+        self.assertFalse(os.path.exists(sock), "socket file left behind")
+        self.assertEqual(frames(os.path.join(output, b"gapwatch-utf-995.gwt").decode("utf-8", "surrogateescape")),
+                         (1, 1))
+
+    @unittest.skipUnless(shutil.which("strace"), "needs strace")
+    def test_reports_are_synced_before_and_after_their_rename(self):
+        """Issue 21, item 9: a report was renamed into place without an fsync, so a crash of the
+        machine could leave a report of the right name and no content. Every report the collector
+        writes (per process and the run's) is fsync'ed before its rename, and its directory after."""
+        trace = os.path.join(self.dir, "strace.out")
+        collector = Collector(self.dir, program="strace",
+                              args_before=["-f", "-qq", "-o", trace, "-e",
+                                           "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
+                                           gwtest.GAPWATCH, "collector"])
+        scenario = os.path.join(gwtest.SCENARIOS, "healthy.json")
+        r = gwtest.run([gwtest.SIM, scenario, "--quiet"],
+                       gwtest.gapwatch_env("preload", extra={"GAPWATCH_SOCKET": collector.socket}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        collector.wait_log("closed (ended)")
+        # SIGTERM to strace would only detach it: the collector, its child, is the one to stop.
+        with open("/proc/%d/task/%d/children" % (collector.proc.pid, collector.proc.pid)) as f:
+            [traced] = [int(pid) for pid in f.read().split()]
+        os.kill(traced, signal.SIGTERM)
+        self.assertEqual(collector.proc.wait(timeout=HANG), 0, collector.log())
+        collector.wait_log("run report of 1 process(es)")
+        renamed = self.assert_synced_renames(trace)
+        self.assertIn("gapwatch-report.txt", renamed)
+        self.assertIn("gapwatch-report.json", renamed)
+        self.assertTrue(any(n.endswith(".report.json") for n in renamed), renamed)
+        # The recording `gapwatch import` writes is put in place the same way.
+        trace = os.path.join(self.dir, "strace-import.out")
+        imported = os.path.join(self.dir, "imported.gwt")
+        r = subprocess.run(["strace", "-f", "-qq", "-o", trace, "-e",
+                            "trace=openat,fsync,fdatasync,rename,renameat,renameat2", gwtest.GAPWATCH, "import",
+                            os.path.join(gwtest.REPO, "tests", "data", "kineto", "ns_timestamps.json.gz"),
+                            "-o", imported], capture_output=True, text=True, timeout=HANG)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.assert_synced_renames(trace), ["imported.gwt"])
+
+    def assert_synced_renames(self, trace):
+        """Every rename in an strace log of the calls above: its file fsync'ed between its open
+        and the rename, its directory after. Returns the names renamed to."""
+        with open(trace) as f:
+            # Each line begins with the pid under -f; the rest is the call.
+            lines = [re.sub(r"^\d+\s+", "", line) for line in f if line.strip()]
+        renamed = []
+        for i, line in enumerate(lines):
+            m = re.match(r'renameat2?\((\d+|AT_FDCWD), "([^"]+)", (?:\d+|AT_FDCWD), "([^"]+)"', line)
+            if not m:
+                continue
+            dir_fd, temporary, name = m.groups()
+            renamed.append(os.path.basename(name))
+            [opened] = [j for j in range(i) if re.match(r'openat\((\d+|AT_FDCWD), "(?:[^"]*/)?%s", .*\) = \d+$' % re.escape(temporary),
+                                                         lines[j])]
+            fd = re.search(r"= (\d+)$", lines[opened]).group(1)
+            self.assertTrue(any(re.match(r"f(data)?sync\(%s\)\s*= 0" % fd, l) for l in lines[opened:i]),
+                            "%s renamed without an fsync of its content:\n%s" % (name, "".join(lines[opened:i + 1])))
+            self.assertTrue(any(re.match(r"fsync\(%s\)\s*= 0" % dir_fd, l) for l in lines[i + 1:]),
+                            "%s renamed without an fsync of its directory" % name)
+        return renamed
 
     def test_default_socket_is_in_xdg_runtime_dir(self):
         runtime = os.path.join(self.dir, "xdg")

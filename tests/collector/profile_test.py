@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interpose"))
@@ -125,16 +126,29 @@ class ProfileTest(unittest.TestCase):
         r = self.profile(["--watch", "-o", out, "--", gwtest.SIM, scenario("nccl-bound"), "--quiet"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_last_line(r, out)
-        # Not a terminal: the view's plain blocks, then the line of the collector stopping, then
-        # the report, the same as without --watch.
-        view, stopped, report = r.stdout.partition("gapwatch watch: the collector at ")
-        self.assertTrue(stopped, r.stdout)
+        # stdout is not a terminal: it carries the report alone, the same as without --watch; the
+        # view's plain blocks, then the line of the collector stopping, go to stderr.
+        self.assertEqual(r.stdout, self.report(out))
+        view, stopped, _ = r.stderr.partition("gapwatch watch: the collector at ")
+        self.assertTrue(stopped, r.stderr)
         self.assertIn(" collector ", view.splitlines()[0])
         last_block = view[view.rindex("\n20"):]  # blocks begin with a timestamp
         self.assertIn("  rank 0  ", last_block)
         self.assertIn("  rank 1  ", last_block)
         self.assertEqual(last_block.count(" ended "), 2, last_block)
-        self.assertEqual(report.split("\n", 1)[1], self.report(out))
+
+    def test_watch_with_json_keeps_stdout_valid_json(self):
+        """Issue 21, item 9: `gapwatch profile --watch --json > out.json` wrote the live view's
+        blocks and its closing line into the JSON on stdout. The view goes where a person looks
+        (stderr, when stdout is not a terminal); stdout is the report's JSON document alone."""
+        out = os.path.join(self.dir, "watched-json")
+        r = self.profile(["--watch", "--json", "-o", out, "--", gwtest.SIM, scenario("nccl-bound"), "--quiet"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_last_line(r, out)
+        document = json.loads(r.stdout)  # the whole of stdout, nothing before or after
+        self.assertEqual(r.stdout, read(os.path.join(out, "gapwatch-report.json")))
+        self.assertEqual(len(document["inputs"]), 2)
+        self.assertIn("gapwatch watch: the collector at ", r.stderr)
 
     def test_json_report_is_that_of_its_recordings(self):
         for name in ("data-bound", "nccl-bound"):
@@ -169,6 +183,42 @@ class ProfileTest(unittest.TestCase):
         self.assertIn("nothing was recorded", r.stderr)
         log = read(os.path.join(self.dir, made[0], "collector.log"))
         self.assertIn("listening on " + sock, log)
+
+    def test_default_directories_never_collide(self):
+        """Issue 21, item 9: the default directory was named to the second, so a second run that
+        started in the same second used the first one's directory (or, once it held files, failed).
+        Here every name of the coming minute is taken already (a non-empty directory), and two runs
+        start at once: each gets a directory of its own, made for it, beside the taken ones."""
+        env = dict(self.env, TZ="UTC")  # the names below are computed in UTC too
+        now = time.time()
+        taken = set()
+        for second in range(-2, 90):
+            name = time.strftime("gapwatch-profile-%Y%m%d-%H%M%S", time.gmtime(now + second))
+            if name in taken:
+                continue
+            taken.add(name)
+            os.mkdir(os.path.join(self.dir, name))
+            open(os.path.join(self.dir, name, "old.gwt"), "w").close()
+        runs = [subprocess.Popen([gwtest.GAPWATCH, "profile", "--", gwtest.SIM, scenario("healthy"), "--quiet"],
+                                 env=env, cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        made = []
+        for p in runs:
+            stdout, stderr = p.communicate(timeout=HANG * 3)
+            self.assertEqual(p.returncode, 0, stderr)
+            prefix = "gapwatch profile: recordings and report in "
+            self.assertTrue(stderr.splitlines()[-1].startswith(prefix), stderr)
+            out = stderr.splitlines()[-1][len(prefix):]
+            self.assertNotIn(out, taken)
+            self.assertRegex(out, r"^gapwatch-profile-\d{8}-\d{6}-\d+$")
+            self.assertEqual(stdout, self.report(os.path.join(self.dir, out)))
+            made.append(out)
+        self.assertEqual(len(set(made)), 2, made)
+        for out in made:
+            [recording] = self.recordings(os.path.join(self.dir, out))
+            self.assert_complete(recording)
+        for name in taken:
+            self.assertEqual(os.listdir(os.path.join(self.dir, name)), ["old.gwt"])
 
     def test_library_from_gapwatch_library(self):
         copy = os.path.join(self.dir, "lib", "libgapwatch-copy.so")
@@ -273,6 +323,39 @@ subprocess.run([sim, scenario, "--quiet"], check=True)
         self.assertEqual(r.stdout, self.report(out))
         with self.assertRaises(ProcessLookupError):
             os.kill(grandchild, 0)  # reaped, not left running
+
+    def test_sigchld_ignored_by_the_parent(self):
+        """Issue 21, item 2: started with SIGCHLD ignored (SIG_IGN survives exec; some supervisors
+        and Python services leave it so), profile's children were reaped by the kernel, it never saw
+        the command exit and waited for ever. Now it runs as usual, and the command gets the
+        disposition profile was given, as it would have without profile."""
+        script = os.path.join(self.dir, "disposition.py")
+        with open(script, "w") as f:
+            f.write(r"""
+import os, signal, sys
+sim, scenario, seen = sys.argv[1:4]
+with open(seen, "w") as f:
+    f.write(signal.getsignal(signal.SIGCHLD).name)
+os.execv(sim, [sim, scenario, "--quiet"])
+""")
+        out = os.path.join(self.dir, "sigchld")
+        seen = os.path.join(self.dir, "seen")
+        p = subprocess.Popen([gwtest.GAPWATCH, "profile", "-o", out, "--", PYTHON, script, gwtest.SIM,
+                              scenario("healthy"), seen], env=self.env, cwd=self.dir, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+        try:
+            stdout, stderr = p.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            p.kill()  # its collector follows (it stops when profile dies)
+            _, stderr = p.communicate()
+            self.fail("gapwatch profile hung with SIGCHLD ignored: " + stderr)
+        self.assertEqual(p.returncode, 0, stderr)
+        self.assertEqual(read(seen), "SIG_IGN")
+        [recording] = self.recordings(out)
+        self.assert_complete(recording)
+        self.assertEqual(stdout, self.report(out))
+        self.assert_last_line(p, out, stderr)
 
     # 4. Signals go to the job, not to the collector.
 
