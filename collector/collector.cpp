@@ -207,7 +207,7 @@ class Collector {
         continue;
       }
       connections_.push_back(std::make_unique<Connection>(id, fd, int(cred.pid), dir_fd_, options_.analysis, now));
-      peers_[id] = PeerProcess{int(cred.pid)};
+      peers_[id].pid = int(cred.pid);
     }
   }
 
