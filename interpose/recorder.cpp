@@ -83,11 +83,14 @@ int find_sink_descriptor(bool socket, const std::string& path) {
     if (socket && S_ISSOCK(st.st_mode)) {
       sockaddr_un peer{};
       socklen_t length = sizeof peer;
+      char peer_path[sizeof peer.sun_path + 1] = {};  // sun_path need not end in a NUL
       struct stat peer_file;
-      match = getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &length) == 0 && peer.sun_family == AF_UNIX &&
-              length > offsetof(sockaddr_un, sun_path) && peer.sun_path[0] != 0 &&
-              stat(peer.sun_path, &peer_file) == 0 && peer_file.st_dev == target.st_dev &&
-              peer_file.st_ino == target.st_ino;
+      if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &length) == 0 && peer.sun_family == AF_UNIX &&
+          length > offsetof(sockaddr_un, sun_path) && peer.sun_path[0] != 0) {
+        memcpy(peer_path, peer.sun_path, std::min(size_t(length - offsetof(sockaddr_un, sun_path)), sizeof peer.sun_path));
+        match = stat(peer_path, &peer_file) == 0 && peer_file.st_dev == target.st_dev &&
+                peer_file.st_ino == target.st_ino;
+      }
     } else if (!socket && S_ISREG(st.st_mode)) {
       match = st.st_dev == target.st_dev && st.st_ino == target.st_ino;
     }

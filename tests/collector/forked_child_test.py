@@ -92,6 +92,19 @@ class ForkedChildTest(unittest.TestCase):
         self.assertEqual(sockets_held(child), [])
         self.assertEqual(collector.stop(), 0)
 
+    def test_the_forked_child_holds_no_descriptor_of_its_parents_file(self):
+        # Recording to a file: the child's copy (and with it the file's lock) is closed too.
+        out = os.path.join(self.dir, "parent.gwt")
+        r = gwtest.run([SLEEPER, "600"], gwtest.gapwatch_env("preload", out), cwd=self.dir, timeout=HANG)
+        child = int(r.stdout.split()[1]) if r.stdout.startswith("child ") else 0
+        if child:
+            self.children.append(child)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(alive(child))
+        held = [fd for fd in os.listdir("/proc/%d/fd" % child)
+                if os.path.realpath("/proc/%d/fd/%s" % (child, fd)) == os.path.realpath(out)]
+        self.assertEqual(held, [])
+
     def test_exit_when_idle_does_not_wait_for_the_forked_child(self):
         collector = Collector(self.dir, "--exit-when-idle")
         stderr, child = self.run_sleeper(collector)
