@@ -72,7 +72,7 @@ void on_alarm(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A bound on a hang, not a measurement: the run takes about 2 s.
+  // A bound on a hang, not a measurement: the run takes a few seconds.
   signal(SIGALRM, on_alarm);
   alarm(argc > 1 ? unsigned(atoi(argv[1])) : 60);
   g_main_thread = pthread_self();
