@@ -143,7 +143,13 @@ class Collector {
       watchers_.erase(std::remove(watchers_.begin(), watchers_.end(), nullptr), watchers_.end());
       for (std::size_t i = 0; i < connections_.size(); ++i) {
         if (fds[i + 2].revents == 0) continue;
-        if (connections_[i]->readAvailable(now, kReadsPerTurn)) continue;
+        if (connections_[i]->readAvailable(now, kReadsPerTurn)) {
+          // A process that said Goodbye has ended even while its connection stays open: a child it
+          // forked may hold a copy of the socket (an older library, or a child forked some other
+          // way), and would otherwise keep it "running" and --exit-when-idle waiting until it exits.
+          if (connections_[i]->goodbyeSeen()) finish(i, "ended");
+          continue;
+        }
         if (connections_[i]->wantsStatus()) {
           watchers_.push_back(std::make_unique<StatusWatcher>(connections_[i]->releaseFd()));
           peers_.erase(connections_[i]->id());

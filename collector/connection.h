@@ -56,6 +56,8 @@ class Connection {
   int fd() const { return fd_; }
   int id() const { return id_; }
   bool helloSeen() const { return hello_seen_; }
+  // The process sent its Goodbye: it has ended, whether or not the connection closes.
+  bool goodbyeSeen() const { return goodbye_seen_; }
   // The peer's first frame was a StatusRequest: readAvailable() returned false, and the owner
   // takes the socket (releaseFd) for a StatusWatcher.
   bool wantsStatus() const { return wants_status_; }

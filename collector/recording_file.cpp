@@ -16,18 +16,6 @@ constexpr int kMaxSuffix = 10000;
 
 }  // namespace
 
-bool writeAll(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= std::size_t(n);
-  }
-  return true;
-}
-
 std::string recordingBaseName(const std::string& host, uint32_t pid, std::optional<int32_t> rank) {
   std::string clean;
   for (char c : host) {

@@ -3,6 +3,8 @@
 
 #include "collector/collector_log.h"
 
+#include <gapwatch/default_socket.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -44,11 +46,7 @@ bool fillAddress(const std::string& path, sockaddr_un* addr, std::string* error)
 
 }  // namespace
 
-std::string defaultSocketPath() {
-  const char* runtime = getenv("XDG_RUNTIME_DIR");
-  if (runtime && runtime[0] == '/') return std::string(runtime) + "/gapwatch/collector.sock";
-  return "/tmp/gapwatch-" + std::to_string(geteuid()) + "/collector.sock";
-}
+std::string defaultSocketPath() { return default_socket_path(); }
 
 bool ensurePrivateDirectory(const std::string& dir, std::string* error) {
   const bool created = ::mkdir(dir.c_str(), 0700) == 0;

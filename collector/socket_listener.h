@@ -10,7 +10,8 @@
 
 namespace gapwatch::collector {
 
-// $XDG_RUNTIME_DIR/gapwatch/collector.sock, else /tmp/gapwatch-<uid>/collector.sock.
+// <gapwatch/default_socket.h>'s path, the one the injected library looks at:
+// $XDG_RUNTIME_DIR/gapwatch/collector.sock, else /tmp/gapwatch-<euid>/collector.sock.
 std::string defaultSocketPath();
 
 // Creates `dir` (its last component only) 0700, or checks an existing one. False with *error.

@@ -103,8 +103,13 @@ std::atomic<int> g_kind_count{0};
 // The buffer being filled for the other client. Layout: kMagic, then for each record an 8-byte
 // length (of the record, padded to 8) and the record's bytes: our cuptiActivityGetNextRecord walks
 // it; the client only ever sees record pointers.
+//
+// g_out_mu guards the buffer and nothing else: the client's request and completion callbacks are
+// called with it released. They may call back into CUPTI (flush, read records), which takes
+// CUPTI's own locks, and CUPTI's delivery thread holds those while it waits for g_out_mu in
+// copy_record(): a callback under g_out_mu would take the locks in the other order.
 constexpr char kMagic[8] = {'g', 'w', 's', 'h', 'a', 'r', 'e', '1'};
-std::recursive_mutex g_out_mu;  // a client may flush from inside its completion callback
+std::mutex g_out_mu;
 uint8_t* g_out = nullptr;
 size_t g_out_size = 0, g_out_used = 0, g_out_max_records = 0, g_out_records = 0;
 
@@ -112,13 +117,35 @@ bool is_shared_buffer(const uint8_t* buffer, size_t valid) {
   return buffer && valid >= sizeof kMagic && memcmp(buffer, kMagic, sizeof kMagic) == 0;
 }
 
-void deliver_out_locked() {
-  if (!g_out) return;
-  uint8_t* buffer = g_out;
-  size_t size = g_out_size, used = g_out_used;
+// A buffer taken out of g_out under g_out_mu, handed to the client after the lock is released. The
+// completion function is the one registered when it was taken (a re-registration hands the buffer
+// filled so far to the callbacks that gave it).
+struct TakenBuffer {
+  uint8_t* buffer = nullptr;
+  size_t size = 0, used = 0;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  void hand_back() {
+    if (buffer && complete) complete(nullptr, 0, buffer, size, used);
+  }
+};
+
+TakenBuffer take_out_locked() {
+  TakenBuffer taken;
+  if (!g_out) return taken;
+  taken = {g_out, g_out_size, g_out_used, g_complete.load()};
   g_out = nullptr;
   g_out_size = g_out_used = g_out_records = g_out_max_records = 0;
-  if (auto complete = g_complete.load()) complete(nullptr, 0, buffer, size, used);
+  return taken;
+}
+
+// Hands the partly filled buffer back to the client (its flush, a re-registration, finalize).
+void deliver_out() {
+  TakenBuffer taken;
+  {
+    std::lock_guard<std::mutex> lock(g_out_mu);
+    taken = take_out_locked();
+  }
+  taken.hand_back();
 }
 
 // ---- the other client's clock ---------------------------------------------------------------------
@@ -197,28 +224,65 @@ bool foreign_wants(CUpti_ActivityKind kind) {
   return int(kind) < kKinds && g_kinds[kind].load(std::memory_order_relaxed);
 }
 
-void copy_record(const CUpti_Activity* record, size_t bytes) {
-  std::lock_guard<std::recursive_mutex> lock(g_out_mu);
-  const size_t padded = (bytes + 7) & ~size_t(7);
+namespace {
+
+// Appends the record to g_out when it has room (g_out_mu held).
+bool append_locked(const CUpti_Activity* record, size_t bytes, size_t padded) {
   const size_t need = 8 + padded;
-  if (g_out && (g_out_used + need > g_out_size || (g_out_max_records && g_out_records >= g_out_max_records)))
-    deliver_out_locked();
-  if (!g_out) {
-    auto request = g_request.load();
-    if (!request) return;
-    uint8_t* b = nullptr;
-    size_t size = 0, max_records = 0;
-    request(&b, &size, &max_records);
-    if (!b || size < sizeof kMagic + need) return;  // no room given: lost, as CUPTI drops it
-    memcpy(b, kMagic, sizeof kMagic);
-    g_out = b, g_out_size = size, g_out_used = sizeof kMagic, g_out_max_records = max_records, g_out_records = 0;
-  }
+  if (!g_out || g_out_used + need > g_out_size || (g_out_max_records && g_out_records >= g_out_max_records))
+    return false;
   uint64_t length = padded;
   memcpy(g_out + g_out_used, &length, 8);
   memcpy(g_out + g_out_used + 8, record, bytes);
   if (padded > bytes) memset(g_out + g_out_used + 8 + bytes, 0, padded - bytes);
   g_out_used += need;
   ++g_out_records;
+  return true;
+}
+
+}  // namespace
+
+// The client's callbacks run with g_out_mu released (see g_out_mu). Two of CUPTI's threads may
+// deliver at once; each step below re-checks g_out under the lock, so a record goes into exactly
+// one buffer, and a buffer asked for while another thread installed one (or while the client
+// registered other callbacks) goes back empty to the callbacks that gave it (only the magic: its
+// reads find no record), as CUPTI may hand back a buffer with nothing in it.
+void copy_record(const CUpti_Activity* record, size_t bytes) {
+  const size_t padded = (bytes + 7) & ~size_t(7);
+  const size_t need = 8 + padded;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    TakenBuffer full;
+    {
+      std::lock_guard<std::mutex> lock(g_out_mu);
+      if (append_locked(record, bytes, padded)) return;
+      full = take_out_locked();
+    }
+    if (full.buffer) {
+      full.hand_back();
+      continue;  // another thread may have installed a buffer meanwhile
+    }
+    auto request = g_request.load();
+    auto complete = g_complete.load();  // the pair that gives this buffer takes it back
+    if (!request) return;
+    uint8_t* b = nullptr;
+    size_t size = 0, max_records = 0;
+    request(&b, &size, &max_records);
+    if (!b || size < sizeof kMagic + need) return;  // no room given: lost, as CUPTI drops it
+    memcpy(b, kMagic, sizeof kMagic);
+    TakenBuffer spare;
+    {
+      std::lock_guard<std::mutex> lock(g_out_mu);
+      if (!g_out && g_request.load() == request) {
+        g_out = b, g_out_size = size, g_out_used = sizeof kMagic, g_out_max_records = max_records, g_out_records = 0;
+        append_locked(record, bytes, padded);
+        return;
+      }
+      spare = {b, size, sizeof kMagic, complete};  // another thread's buffer, or other callbacks now
+    }
+    spare.hand_back();
+  }
+  // Every round lost to other threads (each of which delivered records): this one is lost, as
+  // CUPTI drops a record that finds no buffer.
 }
 
 void pass_foreign_buffer(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
@@ -401,13 +465,15 @@ SHARED_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRe
   REAL(cuptiActivityRegisterCallbacks);
   if (!serving()) return real_fn(requested, completed);
   if (!requested || !completed) return CUPTI_ERROR_INVALID_PARAMETER;
+  TakenBuffer previous;
   {
-    // A buffer filled for the previous callbacks goes back to them first.
-    std::lock_guard<std::recursive_mutex> lock(g_out_mu);
-    deliver_out_locked();
+    // A buffer filled for the previous callbacks goes back to them (after the lock is released).
+    std::lock_guard<std::mutex> lock(g_out_mu);
+    previous = take_out_locked();
     g_request.store(requested);
     g_complete.store(completed);
   }
+  previous.hand_back();
   return CUPTI_SUCCESS;
 }
 
@@ -457,8 +523,7 @@ SHARED_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   // CUPTI hands gapwatch's buffers back (their records are copied on the way), then the partly
   // filled buffer of the other client goes back to it, as its flush asks.
   CUptiResult r = real_fn(flag);
-  std::lock_guard<std::recursive_mutex> lock(g_out_mu);
-  deliver_out_locked();
+  deliver_out();
   return r;
 }
 
@@ -508,12 +573,14 @@ SHARED_EXPORT CUptiResult cuptiFinalize(void) {
   // The other client is done with CUPTI; gapwatch is not: it lets go of what was the other's only.
   for (int k = 0; k < kKinds; ++k)
     if (g_kinds[k].load()) activity_disable(CUpti_ActivityKind(k));
+  TakenBuffer last;
   {
-    std::lock_guard<std::recursive_mutex> lock(g_out_mu);
-    deliver_out_locked();
+    std::lock_guard<std::mutex> lock(g_out_mu);
+    last = take_out_locked();
     g_request.store(nullptr);
     g_complete.store(nullptr);
   }
+  last.hand_back();
   if (g_subscriber.load()) unsubscribe();
   return CUPTI_SUCCESS;
 }

@@ -24,7 +24,8 @@
 // Threads: the exported functions run on the other client's threads; copy_record() and
 // pass_foreign_buffer() on whichever thread CUPTI hands a buffer back on; calibrate() on the
 // flusher. Lock order: CUPTI's own locks (a flush delivers under them), then g_out_mu here; no
-// function here calls into CUPTI while holding g_out_mu.
+// function here calls into CUPTI, or calls the other client's buffer callbacks (which may call
+// into CUPTI), while holding g_out_mu.
 #pragma once
 
 #include <atomic>

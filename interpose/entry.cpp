@@ -11,7 +11,8 @@
 //  - _exit (LD_PRELOAD only): os._exit(), which Python's multiprocessing and DataLoader workers
 //    leave by, skips on_exit; the hook does what on_process_exit does, then exits as _exit does.
 //  - fork: a child of a process that was recording records nothing (its parent's threads and locks
-//    are not there, and CUDA refuses a forked child of an initialised parent anyway). A child forked
+//    are not there, and CUDA refuses a forked child of an initialised parent anyway), and closes its
+//    copy of the parent's collector connection or file (Recorder::close_sink_in_child). A child forked
 //    before its parent started (a worker forked before the first CUDA call) is a process like any
 //    other: it records from its own first CUDA call, to its own file (output_path's fork rule).
 #include <dlfcn.h>
@@ -80,6 +81,7 @@ void on_fork_child() {
   if (g_start_attempted.load(std::memory_order_acquire) || g_threads_starting.load(std::memory_order_acquire) != 0) {
     g_in_forked_child = true;
     if (Recorder* recorder = Recorder::active()) recorder->abandon_in_child();
+    else Recorder::close_sink_in_child();  // a start in progress at the fork may have opened it
     return;
   }
   g_forked_before_start = true;  // nothing started yet: the child may start on its own

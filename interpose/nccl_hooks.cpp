@@ -11,6 +11,7 @@
 #include <nccl.h>
 
 #include "host_clock.h"
+#include "nccl_comm_cache.h"
 #include "nccl_route.h"
 #include "symbol_hooks.h"
 
@@ -26,42 +27,13 @@ namespace op = wire::NcclOp;
 
 thread_local int t_group_depth __attribute__((tls_model("initial-exec"))) = 0;
 
-// Communicators whose rank and size the recorder has: a fixed open-addressed set of handles, read
-// without a lock on every call. Full (more communicators than slots, which no job has), a
-// communicator is asked again on each call: slower, still right. A destroyed communicator's slot
-// becomes a tombstone, so a new one at the same address is asked again.
-constexpr size_t kKnownComms = 1024;
-constexpr uint64_t kTombstone = 1;  // never a communicator's address
-std::atomic<uint64_t> g_known_comms[kKnownComms];
+// Communicators whose rank and size the recorder has (nccl_comm_cache.h): read without a lock on
+// every call.
+NcclCommCache<> g_known_comms;
 
-size_t comm_slot(uint64_t handle) { return size_t((handle >> 4) * 0x9e3779b97f4a7c15ull >> 54) % kKnownComms; }
-
-bool comm_known(uint64_t handle) {
-  for (size_t i = comm_slot(handle), n = 0; n < kKnownComms; ++n, i = (i + 1) % kKnownComms) {
-    uint64_t v = g_known_comms[i].load(std::memory_order_acquire);
-    if (v == handle) return true;
-    if (v == 0) return false;
-  }
-  return false;
-}
-
-void remember_comm(uint64_t handle) {
-  for (size_t i = comm_slot(handle), n = 0; n < kKnownComms; ++n, i = (i + 1) % kKnownComms) {
-    uint64_t expected = 0;
-    if (g_known_comms[i].compare_exchange_strong(expected, handle, std::memory_order_acq_rel) || expected == handle)
-      return;
-  }
-}
-
-void forget_comm(const void* comm) {
-  const uint64_t handle = reinterpret_cast<uint64_t>(comm);
-  if (!handle) return;
-  for (size_t i = comm_slot(handle), n = 0; n < kKnownComms; ++n, i = (i + 1) % kKnownComms) {
-    uint64_t expected = handle;
-    if (g_known_comms[i].compare_exchange_strong(expected, kTombstone, std::memory_order_acq_rel) || expected == 0)
-      return;
-  }
-}
+bool comm_known(uint64_t handle) { return g_known_comms.known(handle); }
+void remember_comm(uint64_t handle) { g_known_comms.remember(handle); }
+void forget_comm(const void* comm) { g_known_comms.forget(reinterpret_cast<uint64_t>(comm)); }
 
 void note_comm(Recorder* recorder, const void* comm, int rank, int nranks) {
   if (!comm) return;

@@ -6,7 +6,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +56,58 @@ constexpr auto kDevicePullPeriod = std::chrono::milliseconds(100);
 constexpr const char* kBlindClient = "another client of CUPTI's activity API";
 
 pthread_key_t g_ring_key;
+
+// The sink's descriptor and what it is (device, inode), for close_sink_in_child(). Written once
+// when recording starts (under the start lock) and cleared when the sink closes; read in a forked
+// child.
+std::atomic<int> g_sink_fd{-1};
+std::atomic<uint64_t> g_sink_dev{0}, g_sink_ino{0};
+
+// The descriptor OutputSink opened, found by what it is (OutputSink keeps its descriptor to
+// itself): for the collector, the one socket connected to the socket file at `socket_path`; for a
+// file, the one open on the file at `path`. -1 unless exactly one matches. Not a hot path: once,
+// at start.
+int find_sink_descriptor(bool socket, const std::string& path) {
+  struct stat target;
+  if (stat(path.c_str(), &target) != 0) return -1;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return -1;
+  int found = -1, matches = 0;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end || fd == dirfd(dir)) continue;
+    struct stat st;
+    if (fstat(int(fd), &st) != 0) continue;
+    bool match = false;
+    if (socket && S_ISSOCK(st.st_mode)) {
+      sockaddr_un peer{};
+      socklen_t length = sizeof peer;
+      char peer_path[sizeof peer.sun_path + 1] = {};  // sun_path need not end in a NUL
+      struct stat peer_file;
+      if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &length) == 0 && peer.sun_family == AF_UNIX &&
+          length > offsetof(sockaddr_un, sun_path) && peer.sun_path[0] != 0) {
+        memcpy(peer_path, peer.sun_path, std::min(size_t(length - offsetof(sockaddr_un, sun_path)), sizeof peer.sun_path));
+        match = stat(peer_path, &peer_file) == 0 && peer_file.st_dev == target.st_dev &&
+                peer_file.st_ino == target.st_ino;
+      }
+    } else if (!socket && S_ISREG(st.st_mode)) {
+      match = st.st_dev == target.st_dev && st.st_ino == target.st_ino;
+    }
+    if (match) found = int(fd), ++matches;
+  }
+  closedir(dir);
+  return matches == 1 ? found : -1;
+}
+
+void note_sink_descriptor(bool socket, const std::string& path) {
+  const int fd = find_sink_descriptor(socket, path);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) return;
+  g_sink_dev.store(uint64_t(st.st_dev), std::memory_order_relaxed);
+  g_sink_ino.store(uint64_t(st.st_ino), std::memory_order_relaxed);
+  g_sink_fd.store(fd, std::memory_order_release);
+}
 
 // Runs when a thread that claimed a ring exits: the flusher drains the ring, then frees it. A CUDA
 // call from a later destructor of the thread claims a ring anew rather than write into this one.
@@ -200,6 +257,7 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
       log_line(settings, LogLevel::kWarn, "%s exists (gapwatch never overwrites a file): recording to %s", path.c_str(),
                r->sink_.path().c_str());
   }
+  note_sink_descriptor(r->sink_.is_socket(), r->sink_.is_socket() ? r->sink_.socket_path() : r->sink_.path());
   HelloInfo hello;
   fill_process_info(&hello);
   hello.probes = std::move(probes);
@@ -263,6 +321,14 @@ EventRing* Recorder::take_free_ring() {
 }
 
 void Recorder::forget_thread_ring() { t_ring_ = nullptr; }
+
+void Recorder::close_sink_in_child() {
+  const int fd = g_sink_fd.exchange(-1, std::memory_order_acq_rel);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && uint64_t(st.st_dev) == g_sink_dev.load(std::memory_order_relaxed) &&
+      uint64_t(st.st_ino) == g_sink_ino.load(std::memory_order_relaxed))
+    close(fd);
+}
 
 EventRing* Recorder::claim_ring() {
   if (t_internal_) return nullptr;
@@ -681,6 +747,7 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   frame_.clear();
   encoder_.goodbye(g, frame_);
   bool written = sink_.write(frame_);
+  g_sink_fd.store(-1, std::memory_order_release);  // a child forked from now on has nothing of ours
   sink_.close();
   note_fallback();
   uint64_t total = g.api_calls + g.activities + g.nccl_calls;

@@ -105,8 +105,20 @@ class Recorder {
   // Flushes what is left, writes Goodbye, closes, says where the recording is. Once.
   // `exit_status`: what the process passed to exit(), or nullptr when not known.
   void finish(uint32_t exit_reason, const int* exit_status = nullptr);
-  // In a forked child: forget everything without touching threads or locks (they are the parent's).
-  void abandon_in_child() { active_.store(nullptr, std::memory_order_release); }
+  // In a forked child: forget everything without touching threads or locks (they are the parent's),
+  // and close the child's copy of the sink's descriptor (close_sink_in_child).
+  void abandon_in_child() {
+    active_.store(nullptr, std::memory_order_release);
+    close_sink_in_child();
+  }
+  // In a forked child (the atfork handler; async-signal-safe): closes the descriptor the child
+  // inherited of the parent's collector connection or .gwt file. fork keeps it although it is
+  // O_CLOEXEC: a long-lived child would hold the parent's connection open after the parent said
+  // Goodbye (the collector saw no end of stream), and its flock on the parent's file. Only the
+  // child's descriptor: the parent's stream and lock are untouched. Also for a start in progress
+  // at the fork (no recorder yet). A descriptor number the parent has since reused for something
+  // else (not the same open file) is left alone.
+  static void close_sink_in_child();
 
   uint32_t pid() const { return pid_; }
   const Settings& settings() const { return settings_; }

@@ -1,5 +1,7 @@
 #include "settings.h"
 
+#include <gapwatch/default_socket.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,13 +49,12 @@ Settings read_settings() {
 }
 
 std::string default_collector_socket() {
-  std::string dir;
-  if (const char* runtime = env("XDG_RUNTIME_DIR")) dir = std::string(runtime) + "/gapwatch";
-  else dir = "/tmp/gapwatch-" + std::to_string(getuid());
+  const std::string dir = default_socket_dir();
   struct stat st;
-  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0)
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != default_socket_owner() ||
+      (st.st_mode & 077) != 0)
     return "";
-  std::string socket = dir + "/collector.sock";
+  std::string socket = default_socket_path();
   if (lstat(socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return "";
   return socket;
 }

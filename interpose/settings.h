@@ -39,10 +39,10 @@ struct Settings {
 };
 
 Settings read_settings();
-// Where a collector of this user's listens by default: $XDG_RUNTIME_DIR/gapwatch/collector.sock,
-// else /tmp/gapwatch-<uid>/collector.sock; "" unless its directory is a real directory (not a
-// symlink) owned by this user and closed to others (mode 0700), so that no one else's socket
-// is taken for it.
+// Where a collector of this user's listens by default (<gapwatch/default_socket.h>, the collector's
+// definition too: $XDG_RUNTIME_DIR/gapwatch/collector.sock, else /tmp/gapwatch-<euid>/...); ""
+// unless its directory is a real directory (not a symlink) owned by the effective uid and closed
+// to others (mode 0700), so that no one else's socket is taken for it.
 std::string default_collector_socket();
 // True when GAPWATCH_DISABLE asks for nothing; cheap, for the constructor.
 bool disabled_by_environment();

@@ -7,6 +7,7 @@
 #include <gapwatch/recording_format.h>
 #include <gapwatch/v1/stream.pb.h>
 #include <gapwatch/wire_primitives.h>
+#include <gapwatch/write_all.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,17 +67,9 @@ bool GwtFileWriter::open() {
 
 void GwtFileWriter::writeBytes(const std::string& bytes) {
   if (fd_ < 0 || !error_.empty()) return;
-  const char* p = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      fail("cannot write: " + std::string(n < 0 ? strerror(errno) : "no progress"));
-      return;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  if (!write_all(fd_, bytes.data(), bytes.size())) {
+    fail("cannot write: " + std::string(strerror(errno)));
+    return;
   }
   bytes_ += bytes.size();
 }

@@ -9,6 +9,7 @@
 
 #include <gapwatch/v1/stream.pb.h>
 #include <gapwatch/wire_primitives.h>
+#include <gapwatch/write_all.h>
 
 #include <poll.h>
 #include <sys/signalfd.h>
@@ -98,15 +99,9 @@ bool sendStatusRequest(int fd, std::string* error) {
   std::string bytes;
   wire::appendVarint(bytes, body.size());
   bytes += body;
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = std::strerror(errno);
-      return false;
-    }
-    sent += std::size_t(n);
+  if (!send_all(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)) {
+    *error = std::strerror(errno);
+    return false;
   }
   return true;
 }

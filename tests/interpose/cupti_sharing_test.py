@@ -126,5 +126,24 @@ class NotSharedUnderInjectionAlone(unittest.TestCase):
             self.assertEqual(spans(out), [])
 
 
+REENTRANT = os.path.join(gwtest.BUILD, "bin", "cupti_reentrant_client")
+
+
+class ClientCallingBack(unittest.TestCase):
+    def test_client_calling_cupti_from_its_callbacks(self):
+        """Issue 21, item 9: the other client's buffer callbacks may call into CUPTI (a flush,
+        reading records) while CUPTI's delivery waits to copy records for it: no deadlock. The
+        program's alarm (exit status 3) and the timeout bound a hang; nothing here is timed."""
+        with tempfile.TemporaryDirectory() as d:
+            r = gwtest.run([REENTRANT, "60"], gwtest.gapwatch_env("preload", os.path.join(d, "r.gwt")), cwd=d,
+                           timeout=180)
+            self.assertNotIn("deadlock", r.stderr)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            m = re.search(r"^reentrant rounds=(\d+) records=(\d+) buffers=(\d+)$", r.stdout, re.M)
+            self.assertIsNotNone(m, r.stdout + r.stderr)
+            self.assertGreater(int(m.group(2)), 0, "the client got no record: " + r.stdout)
+            self.assertGreater(len(kernels(os.path.join(d, "r.gwt"))), 0)
+
+
 if __name__ == "__main__":
     gwtest.main(__name__)
