@@ -147,7 +147,7 @@ class Collector {
           // A process that said Goodbye has ended even while its connection stays open: a child it
           // forked may hold a copy of the socket (an older library, or a child forked some other
           // way), and would otherwise keep it "running" and --exit-when-idle waiting until it exits.
-          if (connections_[i]->goodbyeSeen()) finish(i, "ended");
+          if (connections_[i]->goodbyeSeen()) finish(i, "ended", CloseSeverity::kInfo);
           continue;
         }
         if (connections_[i]->wantsStatus()) {

@@ -5,6 +5,7 @@
 #include "collector/recording_file.h"
 
 #include <gapwatch/recording_format.h>
+#include <gapwatch/write_all.h>
 
 #include <errno.h>
 #include <string.h>
@@ -177,7 +178,7 @@ bool Connection::writeWholeFramesBefore(uint64_t end) {
   if (file_fd_ < 0) return true;
   const std::size_t count = std::size_t(end - raw_offset_);
   if (count == 0) return true;
-  if (!writeAll(file_fd_, raw_.data(), count)) {
+  if (!gapwatch::write_all(file_fd_, raw_.data(), count)) {
     const std::string why = strerror(errno);
     // A full disk takes part of a frame: cut the file back to the last whole one, so that it reads
     // as a recording that ended early (the process, refused, writes what it has no receipt for to

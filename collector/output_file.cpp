@@ -3,6 +3,8 @@
 
 #include "collector/recording_file.h"
 
+#include <gapwatch/write_all.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,7 +30,7 @@ bool replaceOutputFile(int dir_fd, const std::string& name, const std::string& c
     *error = strerror(errno);
     return false;
   }
-  int failed = writeAll(fd, content.data(), content.size()) ? 0 : errno;
+  int failed = gapwatch::write_all(fd, content.data(), content.size()) ? 0 : errno;
   if (failed == 0) failed = commitTemporaryFile(fd, dir_fd, temporary, name, 0);
   if (::close(fd) != 0 && failed == 0) failed = errno;
   if (failed != 0) {

@@ -2,6 +2,7 @@
 #include "collector/recording_file.h"
 
 #include <gapwatch/recording_format.h>
+#include <gapwatch/write_all.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +47,7 @@ int createRecordingFile(int dir_fd, const std::string& base, std::string* name, 
     unsigned char header[kFileHeaderBytes];
     memcpy(header, kFileMagic, sizeof kFileMagic);
     for (int i = 0; i < 4; ++i) header[sizeof kFileMagic + i] = (kFileFormatVersion >> (8 * i)) & 0xff;
-    if (!writeAll(fd, header, sizeof header)) {
+    if (!gapwatch::write_all(fd, header, sizeof header)) {
       *error = "cannot write " + candidate + ": " + strerror(errno);
       ::close(fd);
       return -1;

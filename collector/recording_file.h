@@ -5,7 +5,6 @@
 // directory, so an existing file or a planted symlink is never opened; a clash gets a suffix.
 #pragma once
 
-#include <gapwatch/write_all.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,8 +20,5 @@ std::string recordingBaseName(const std::string& host, uint32_t pid, std::option
 // Returns the fd (name in *name), or -1 with *error set.
 int createRecordingFile(int dir_fd, const std::string& base, std::string* name, std::string* error);
 
-// <gapwatch/write_all.h>'s write_all, the tree's one write loop, by the name the collector's files
-// (connection.cpp, output_file.cpp) still call it.
-inline bool writeAll(int fd, const void* data, std::size_t size) { return gapwatch::write_all(fd, data, size); }
 
 }  // namespace gapwatch::collector

@@ -13,6 +13,8 @@
 
 #include <algorithm>
 
+#include <gapwatch/write_all.h>
+
 namespace gapwatch {
 namespace {
 
@@ -89,19 +91,8 @@ bool OutputSink::open_file(const std::string& path) {
   return append_to_file(header.data(), header.size());
 }
 
-bool OutputSink::write_all(int fd, const char* data, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += size_t(n);
-  }
-  return true;
-}
-
 bool OutputSink::append_to_file(const char* data, size_t size) {
-  if (write_all(fd_, data, size)) {
+  if (gapwatch::write_all(fd_, data, size)) {
     file_bytes_ += size;
     return true;
   }
@@ -110,7 +101,7 @@ bool OutputSink::append_to_file(const char* data, size_t size) {
   // that refuses this too keeps the partial frame, and the reader stops there.
   const int saved = errno ? errno : EIO;
   if (::ftruncate(fd_, off_t(file_bytes_)) == 0) ::lseek(fd_, off_t(file_bytes_), SEEK_SET);
-  errno = saved;
+  errno = error_ = saved;
   failed_ = true;
   return false;
 }
@@ -176,11 +167,12 @@ void OutputSink::forget_read_frames() {
   // Asked before the receipts are read: when no receipt has come, the answer counts only if the
   // connection is still open after it (below).
   const size_t queued = receipts_ || unread_.empty() ? 0 : unread_in_socket();
-  // A closed connection: nothing more is acknowledged, and what is not stays for the file.
-  if (!read_receipts()) return;
+  // Receipts read before the connection closed still count (a collector sends the Goodbye's
+  // receipt, then closes); a SIOCOUTQ answer does not: a closed connection's queue reads empty.
+  const bool open = read_receipts();
   if (receipts_) {
     while (!unread_.empty() && forgotten_ + unread_.front().size() <= receipt_) forget_front();
-  } else {
+  } else if (open) {
     // No receipt yet (a collector from before receipts, or the first has not come): the socket
     // holds the last `queued` bytes sent (an over-estimate), so frames wholly before them have
     // been read. A dead collector's queue reads as empty, but the kernel marks the connection
@@ -207,6 +199,10 @@ bool OutputSink::fall_back(FallbackReason why) {
   pending_.clear();
   pending_bytes_ = front_sent_ = unread_bytes_ = 0;
   if (fallback_path_.empty() || !open_file(fallback_path_)) {
+    // Out of descriptors, an unwritable directory: the rest is lost, and path() names the file
+    // that could not be made, so that the recorder's line says which and why.
+    error_ = fallback_path_.empty() ? ENOENT : errno;
+    path_ = fallback_path_;
     failed_ = true;
     return false;
   }

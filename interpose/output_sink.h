@@ -58,7 +58,12 @@ class OutputSink {
   // and closes.
   void close();
   bool ok() const { return fd_ >= 0 && !failed_; }
+  // A write or the fallback file's creation failed: what follows is lost (error() says why).
+  bool failed() const { return failed_; }
+  int error() const { return error_; }
   bool is_socket() const { return socket_; }
+  // The socket's or the file's descriptor (-1 once closed): a forked child closes its copy.
+  int fd() const { return fd_; }
   // Where the stream went: the socket's path, or the file's (also after a fallback).
   const std::string& path() const { return path_; }
   // The file name asked for, when the stream went to a file; path() differs when that existed.
@@ -78,7 +83,6 @@ class OutputSink {
   static constexpr int kMaxNameTries = 1000;
 
  private:
-  static bool write_all(int fd, const char* data, size_t size);
   // Appends to the file; on failure cuts the file back to its last whole frame and fails the sink.
   bool append_to_file(const char* data, size_t size);
   // Sends as much of pending_ as the socket takes now; false when the collector is gone.
@@ -95,6 +99,7 @@ class OutputSink {
   int fd_ = -1;
   bool socket_ = false;
   bool failed_ = false;
+  int error_ = 0;  // errno of the failure that set failed_
   std::string path_, requested_path_;
   std::string socket_path_, fallback_path_;
   FallbackReason fell_back_because_ = FallbackReason::kNone;

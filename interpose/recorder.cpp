@@ -6,12 +6,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,53 +55,20 @@ constexpr const char* kBlindClient = "another client of CUPTI's activity API";
 
 pthread_key_t g_ring_key;
 
-// The sink's descriptor and what it is (device, inode), for close_sink_in_child(). Written once
-// when recording starts (under the start lock) and cleared when the sink closes; read in a forked
-// child.
+// The sink's descriptor and what it is (device, inode), for close_sink_in_child(). Written when
+// recording starts (under the start lock) and when the stream moves to the fallback file (flusher
+// thread), cleared when the sink closes; read in a forked child. The device and inode let the
+// child close only what the number still names: a fork between the sink's change and the store
+// here leaves the child a stale number, which then names another file or none.
 std::atomic<int> g_sink_fd{-1};
 std::atomic<uint64_t> g_sink_dev{0}, g_sink_ino{0};
 
-// The descriptor OutputSink opened, found by what it is (OutputSink keeps its descriptor to
-// itself): for the collector, the one socket connected to the socket file at `socket_path`; for a
-// file, the one open on the file at `path`. -1 unless exactly one matches. Not a hot path: once,
-// at start.
-int find_sink_descriptor(bool socket, const std::string& path) {
-  struct stat target;
-  if (stat(path.c_str(), &target) != 0) return -1;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return -1;
-  int found = -1, matches = 0;
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end || fd == dirfd(dir)) continue;
-    struct stat st;
-    if (fstat(int(fd), &st) != 0) continue;
-    bool match = false;
-    if (socket && S_ISSOCK(st.st_mode)) {
-      sockaddr_un peer{};
-      socklen_t length = sizeof peer;
-      char peer_path[sizeof peer.sun_path + 1] = {};  // sun_path need not end in a NUL
-      struct stat peer_file;
-      if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &length) == 0 && peer.sun_family == AF_UNIX &&
-          length > offsetof(sockaddr_un, sun_path) && peer.sun_path[0] != 0) {
-        memcpy(peer_path, peer.sun_path, std::min(size_t(length - offsetof(sockaddr_un, sun_path)), sizeof peer.sun_path));
-        match = stat(peer_path, &peer_file) == 0 && peer_file.st_dev == target.st_dev &&
-                peer_file.st_ino == target.st_ino;
-      }
-    } else if (!socket && S_ISREG(st.st_mode)) {
-      match = st.st_dev == target.st_dev && st.st_ino == target.st_ino;
-    }
-    if (match) found = int(fd), ++matches;
-  }
-  closedir(dir);
-  return matches == 1 ? found : -1;
-}
-
-void note_sink_descriptor(bool socket, const std::string& path) {
-  const int fd = find_sink_descriptor(socket, path);
+void note_sink_descriptor(int fd) {
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) return;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    g_sink_fd.store(-1, std::memory_order_release);
+    return;
+  }
   g_sink_dev.store(uint64_t(st.st_dev), std::memory_order_relaxed);
   g_sink_ino.store(uint64_t(st.st_ino), std::memory_order_relaxed);
   g_sink_fd.store(fd, std::memory_order_release);
@@ -257,7 +222,7 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
       log_line(settings, LogLevel::kWarn, "%s exists (gapwatch never overwrites a file): recording to %s", path.c_str(),
                r->sink_.path().c_str());
   }
-  note_sink_descriptor(r->sink_.is_socket(), r->sink_.is_socket() ? r->sink_.socket_path() : r->sink_.path());
+  note_sink_descriptor(r->sink_.fd());
   HelloInfo hello;
   fill_process_info(&hello);
   hello.probes = std::move(probes);
@@ -664,10 +629,18 @@ void Recorder::watch_for_blindness(const std::vector<DeviceActivityFields>& acti
 void Recorder::note_fallback() {
   if (fallback_noted_ || sink_.fell_back_because() == FallbackReason::kNone) return;
   fallback_noted_ = true;
+  note_sink_descriptor(sink_.fd());  // the fallback file's now: a child forked later closes that
+  const char* what =
+      sink_.fell_back_because() == FallbackReason::kStalled ? "stopped taking the stream" : "went away";
+  if (sink_.fd() < 0 && sink_.failed()) {
+    log_line(settings_, LogLevel::kWarn,
+             "the collector at %s %s, and the file for the rest of the stream, %s, could not be made (%s): the "
+             "rest of the recording is lost",
+             sink_.socket_path().c_str(), what, sink_.path().c_str(), strerror(sink_.error()));
+    return;
+  }
   log_line(settings_, LogLevel::kWarn, "the collector at %s %s; the rest of the stream goes to %s",
-           sink_.socket_path().c_str(),
-           sink_.fell_back_because() == FallbackReason::kStalled ? "stopped taking the stream" : "went away",
-           sink_.path().c_str());
+           sink_.socket_path().c_str(), what, sink_.path().c_str());
 }
 
 void Recorder::maybe_heartbeat() {
@@ -749,6 +722,8 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   bool written = sink_.write(frame_);
   g_sink_fd.store(-1, std::memory_order_release);  // a child forked from now on has nothing of ours
   sink_.close();
+  // close() may still move the stream to the file, and that may fail: the Goodbye is then lost.
+  written = written && !sink_.failed();
   note_fallback();
   uint64_t total = g.api_calls + g.activities + g.nccl_calls;
   if (sink_.is_socket()) {
@@ -765,7 +740,7 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
                (unsigned long long)total, path.c_str(), path.c_str());
   } else {
     log_line(settings_, LogLevel::kWarn, "could not finish the recording %s (%s): it ends early",
-             sink_.path().c_str(), strerror(errno));
+             sink_.path().c_str(), strerror(sink_.error() ? sink_.error() : EIO));
   }
 }
 

@@ -229,6 +229,25 @@ class FaultInjection(unittest.TestCase):
         self.assertEqual(sorted(batches), list(range(len(batches))))
         self.assertGreater(len(batches), 0)
 
+    def test_a_job_out_of_descriptors_when_the_collector_dies_runs_on_and_says_what_it_lost(self):
+        # The collector dies while the job cannot open one more file (its `ulimit -n` lowered under
+        # what it holds): no fallback file can be made. The job's exit status is its own, and the
+        # library says which file it could not make, and why, not that it "recorded" anything.
+        import resource
+        collector = Collector(self.dir)
+        job = Job(self.env(collector))
+        held = len(os.listdir("/proc/%d/fd" % job.proc.pid))
+        resource.prlimit(job.proc.pid, resource.RLIMIT_NOFILE, (held - 1, held - 1))
+        collector.end(signal.SIGKILL)
+        job.next_phase()
+        status, stderr = job.finish()
+        self.assertEqual(status, 0, stderr)
+        rest = os.path.join(self.dir, "rest.gwt")
+        self.assertIn("went away, and the file for the rest of the stream, %s, could not be made (Too many open "
+                      "files)" % rest, stderr)
+        self.assertNotIn("recorded", stderr)
+        self.assertFalse(os.path.exists(rest))
+
     # --- hostile recording paths (issue 21, items 7 and 8) ----------------------------------------
 
     def test_a_symlink_at_the_recording_path_is_not_followed(self):
