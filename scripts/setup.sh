@@ -111,6 +111,10 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   }
 fi
 mkdir -p "$log_dir"
+# ccache keys a compilation by its command line, which names sources by absolute path: without a
+# base directory a clone in another folder (CI's, a worktree) misses every entry. With it, paths
+# under the repository are made relative, so identical sources hit whatever folder built them.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo_root}"
 cmake --build "$build_dir" -j"$jobs" >"$log_dir/build.log" 2>&1 || {
   tail -n 60 "$log_dir/build.log" >&2
   die "build failed (full log: $log_dir/build.log)"
