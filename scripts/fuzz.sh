@@ -69,6 +69,8 @@ build() {
       die "cmake configure of the fuzz tree failed (log: $log_dir/configure.log)"
     }
   fi
+  # As setup.sh: relative paths in ccache's keys, so that another folder's build hits.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo_root}"
   cmake --build "$fuzz_dir" -j"$jobs" >"$log_dir/build.log" 2>&1 || {
     tail -n 60 "$log_dir/build.log" >&2
     die "fuzz build failed (full log: $log_dir/build.log)"
