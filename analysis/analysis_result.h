@@ -261,12 +261,22 @@ struct NcclStats {
   double compute_comm_overlap = 0;       // HTA: compute time during communication / communication time
 };
 
+// Step time over the run, for a plot: consecutive steps in order, each point the mean of
+// `steps` consecutive steps (1 until the run has more steps than kMaxPoints, then 2, 4, ...).
+struct StepPoint {
+  uint64_t start_ns = 0;  // the first of its steps' start
+  uint32_t steps = 0;
+  uint64_t mean_ns = 0;
+  double idle_fraction = 0;  // of the points' steps together
+};
+
 struct StepStats {
   std::string method;        // "markers", "recurring kernel sequence", "recurring sync point", "none"
   std::string how;           // one sentence: what marks a step
   uint64_t steps = 0;
   uint64_t median_ns = 0, p10_ns = 0, p90_ns = 0;
   double median_idle_fraction = 0;
+  std::vector<StepPoint> timeline;  // at most StepTimeline::kMaxPoints points
 };
 
 struct Finding {              // one cause the diagnosis found, with its evidence and fix

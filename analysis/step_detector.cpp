@@ -74,8 +74,10 @@ void StepDetectorStage::StepSeries::end(uint64_t time_ns, uint64_t busy_ns) {
   if (count_on_end) ++steps;
   if (time_ns <= open_ns) return;
   const uint64_t length_ns = time_ns - open_ns;
+  const uint64_t step_busy_ns = busy_ns >= open_busy_ns ? busy_ns - open_busy_ns : 0;
   durations.add(length_ns);
-  idle_ppm.add(idlePpm(length_ns, busy_ns >= open_busy_ns ? busy_ns - open_busy_ns : 0));
+  idle_ppm.add(idlePpm(length_ns, step_busy_ns));
+  timeline.add(open_ns, length_ns, length_ns > step_busy_ns ? length_ns - step_busy_ns : 0);
 }
 
 // --- StepDetectorStage -------------------------------------------------------------------------------
@@ -493,6 +495,7 @@ void StepDetectorStage::finish() {
   stats_.p10_ns = series->durations.percentile(10);
   stats_.p90_ns = series->durations.percentile(90);
   stats_.median_idle_fraction = static_cast<double>(series->idle_ppm.percentile(50)) / 1e6;
+  stats_.timeline = series->timeline.points();
 }
 
 void StepDetectorStage::contribute(ProcessAnalysis& result) { result.steps = stats_; }

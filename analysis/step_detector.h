@@ -44,6 +44,7 @@
 #include "analysis/busy_timeline.h"
 #include "analysis/duration_percentiles.h"
 #include "analysis/sequence_period.h"
+#include "analysis/step_timeline.h"
 
 #include <array>
 #include <cstddef>
@@ -93,6 +94,7 @@ class StepDetectorStage final : public AnalysisStage {
     uint64_t open_ns = 0, open_busy_ns = 0;
     DurationPercentiles durations;
     DurationPercentiles idle_ppm;  // idle fraction x 1e6
+    StepTimeline timeline;
     void begin(uint64_t time_ns, uint64_t busy_ns);  // opens a step (closing the open one)
     void end(uint64_t time_ns, uint64_t busy_ns);    // closes the open step
   };
