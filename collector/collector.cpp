@@ -332,8 +332,13 @@ class Collector {
       options_.write_json_report(report, json);
       writeReport(kRunReportJson, json.str());
     }
+    if (options_.write_html_report) {
+      std::ostringstream html;
+      options_.write_html_report(report, html);
+      writeReport(kRunReportHtml, html.str());
+    }
     logInfo("run report of " + std::to_string(ended_.size()) + " process(es): " + kRunReportText + ", " +
-            kRunReportJson);
+            kRunReportJson + (options_.write_html_report ? std::string(", ") + kRunReportHtml : std::string()));
   }
 
   // What the collector knows now: running processes' snapshots, ended ones' final analyses.

@@ -33,11 +33,13 @@ struct CollectorOptions {
   // where). Unset: no report files, the recordings only.
   std::function<void(const analysis::RunReport&, std::ostream&)> write_text_report;
   std::function<void(const analysis::RunReport&, std::ostream&)> write_json_report;
+  std::function<void(const analysis::RunReport&, std::ostream&)> write_html_report;  // the run's only
 };
 
 // Report files the collector writes in its output directory (docs/collector.md, "Reports").
 inline constexpr const char* kRunReportText = "gapwatch-report.txt";
 inline constexpr const char* kRunReportJson = "gapwatch-report.json";
+inline constexpr const char* kRunReportHtml = "gapwatch-report.html";
 // Beside each recording <base>.gwt, that process's own report: <base>.report.json.
 std::string processReportName(const std::string& recording_name);
 

@@ -36,6 +36,7 @@ packages=(
   libmicrohttpd-dev                         # the collector's Prometheus endpoint (--metrics)
   prometheus                                # a real Prometheus server scrapes it in tests/collector
   time                                      # /usr/bin/time: a child's own peak RSS in bench/kineto_import_bench.py
+  chromium                                  # renders the HTML report headless in its test (tests/unit/html_report_test.py)
 )
 missing=()
 for pkg in "${packages[@]}"; do

@@ -9,6 +9,7 @@
 #include "tools/import_command.h"
 #include "tools/profile_command.h"
 #include "tools/report_command.h"
+#include "tools/report_html.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
 #include "tools/watch_command.h"
@@ -76,6 +77,9 @@ int main(int argc, char** argv) {
   CLI::App* report_command = app.add_subcommand(
       "report", "Why the GPU was idle: the verdict, the causes ranked with their evidence and fix, and the numbers");
   report_command->add_flag("--json", report.json, "Write one JSON document (docs/report-json.md) instead of text");
+  report_command->add_option("--html", report.html_path,
+                             "Also write the report as one self-contained HTML page to this file (plots inline, "
+                             "nothing fetched)");
   report_command->add_flag("--hta", report.analysis.hta_view,
                            "Also give HTA's own numbers (temporal breakdown, idle per stream, launch statistics) with "
                            "HTA's conventions (docs/hta-parity.md)");
@@ -86,8 +90,8 @@ int main(int argc, char** argv) {
             report.analysis.hta_release =
                 release == "0.5.0" ? gapwatch::analysis::HtaRelease::k0_5_0 : gapwatch::analysis::HtaRelease::k0_6_1;
           },
-          "Whose rules --hta follows: 0.6.1 (the current HTA) or 0.5.0 (the latest on PyPI); they differ only "
-          "on traces with fewer than two ProfilerSteps")
+          "Whose rules --hta follows: 0.6.1 (pip install traceinsight) or 0.5.0 (pip install "
+          "HolisticTraceAnalysis); they differ only in which kernels count as computation")
       ->check(CLI::IsMember({"0.6.1", "0.5.0"}))
       ->default_str("0.6.1");
   report_command->add_option("--top", report.analysis.top_n, "How many longest gaps (and call sites) to list")
@@ -149,6 +153,8 @@ int main(int argc, char** argv) {
                               "Where the recordings go: a new or empty directory (default: "
                               "gapwatch-profile-<YYYYmmdd-HHMMSS>[-N] in the current directory, always a new one)");
   profile_command->add_flag("--json", profile.json, "Print the report as one JSON document (docs/report-json.md)");
+  profile_command->add_option("--html", profile.html_path,
+                              "Also write the run's report as one self-contained HTML page to this file");
   profile_command->add_flag("--watch", profile.watch, "Show the live view while the command runs (gapwatch watch); on stderr when stdout is not a "
                             "terminal");
   profile_command->add_option("CMD", profile.command, "The command and its arguments, after --")->required();
@@ -196,6 +202,9 @@ int main(int argc, char** argv) {
       };
       collector.write_json_report = [](const gapwatch::analysis::RunReport& content, std::ostream& out) {
         cli::writeReportJson(content, out);
+      };
+      collector.write_html_report = [](const gapwatch::analysis::RunReport& content, std::ostream& out) {
+        cli::writeHtmlReport(content, out);
       };
       return gapwatch::collector::runCollector(collector);
     }

@@ -1,16 +1,21 @@
 // tools/profile_command.cpp: see profile_command.h.
 #include "tools/profile_command.h"
 
+#include "collector/collector.h"
+#include "collector/output_file.h"
 #include "collector/profile_session.h"
 #include "tools/exit_codes.h"
 #include "tools/report_command.h"
+#include "tools/report_html.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
 #include "tools/watch_command.h"
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,6 +167,9 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   session.collector.write_json_report = [](const analysis::RunReport& content, std::ostream& json) {
     writeReportJson(content, json);
   };
+  session.collector.write_html_report = [](const analysis::RunReport& content, std::ostream& html) {
+    writeHtmlReport(content, html);
+  };
   if (options.watch) {
     session.watch = [](const std::string& socket) {
       // stdout is the report's (a file, a pipe: `--json > out.json`); the view goes where a
@@ -187,6 +195,22 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   if (reported) {
     const bool report_file = fs::exists(dir + "/" + collector::kRunReportText);
     err << kPrefix << (report_file ? "recordings and report in " : "recordings in ") << dir << '\n';
+  }
+  // The collector wrote the run's HTML report beside its text and JSON: --html puts a copy where
+  // it was asked for. The command's exit code stands either way; a failure says so in one line.
+  if (reported && !options.html_path.empty()) {
+    const auto html = readWhole(dir + "/" + collector::kRunReportHtml);
+    const std::size_t slash = options.html_path.rfind('/');
+    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : options.html_path.substr(0, slash);
+    const int dir_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    std::string error = html ? "" : "the collector wrote no " + std::string(collector::kRunReportHtml);
+    if (html && dir_fd < 0) error = std::string("cannot open its directory: ") + strerror(errno);
+    if (html && dir_fd >= 0) {
+      collector::replaceOutputFile(dir_fd, options.html_path.substr(slash == std::string::npos ? 0 : slash + 1),
+                                   *html, &error);
+    }
+    if (dir_fd >= 0) ::close(dir_fd);
+    if (!error.empty()) err << kPrefix << "--html " << options.html_path << ": " << error << '\n';
   }
   return result.exit_code;
 }

@@ -17,6 +17,7 @@ struct ProfileOptions {
   bool json = false;
   bool watch = false;
   bool colour = false;  // ANSI colour in the text report (main decides, as for `gapwatch report`)
+  std::string html_path;  // also put the run's HTML report (the collector's) there; "" for none
   std::vector<std::string> command;
 };
 

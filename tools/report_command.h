@@ -16,6 +16,7 @@ struct ReportOptions {
   std::vector<std::string> files;
   bool json = false;
   bool colour = false;  // ANSI colour in the text report (main decides: a terminal, no NO_COLOR)
+  std::string html_path;  // also write the HTML report there (report_html.h); "" for none
   analysis::AnalysisOptions analysis;
 };
 
@@ -23,7 +24,11 @@ struct ReportOptions {
 // Error and notice lines go to `err`; `exit_code` receives the worst code (exit_codes.h).
 analysis::RunReport gatherReport(const ReportOptions& options, std::ostream& err, int& exit_code);
 
-// gatherReport, then the report on `out`; returns the exit code.
+// Writes the HTML report to `path`, whole or not at all (collector/output_file.h: a temporary file
+// renamed into place, synced). False, with one line on `err`, when it cannot.
+bool writeHtmlReportFile(const analysis::RunReport& content, const std::string& path, std::ostream& err);
+
+// gatherReport, then the report on `out` (and the HTML file with html_path); returns the exit code.
 int runReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace gapwatch::cli

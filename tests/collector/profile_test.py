@@ -121,6 +121,23 @@ class ProfileTest(unittest.TestCase):
                 self.assertNotIn("\x1b", r.stdout)  # not a terminal: no colour
         self.assertFalse(os.path.exists(self.stray), "GAPWATCH_OUTPUT reached the job")
 
+    def test_html_puts_the_run_reports_page_where_asked(self):
+        # The collector writes the run's HTML report beside its text and JSON; --html puts a copy
+        # where it is asked for (issue 22). The page's checks are html_report_test.py's.
+        out, page = os.path.join(self.dir, "html-run"), os.path.join(self.dir, "run.html")
+        r = self.profile(["-o", out, "--html", page, "--", gwtest.SIM, scenario("nccl-bound"), "--quiet"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_last_line(r, out)
+        self.assertEqual(read(page), read(os.path.join(out, "gapwatch-report.html")))
+        self.assertTrue(read(page).startswith("<!DOCTYPE html>"))
+        self.assertIn("GPU idle", read(page))
+        self.assertIn("Ranks", read(page))  # nccl-bound runs two ranks
+        bad = self.profile(["-o", out + "-2", "--html", os.path.join(self.dir, "no", "such", "dir", "r.html"), "--",
+                            gwtest.SIM, scenario("healthy"), "--quiet"])
+        self.assertEqual(bad.returncode, 0, bad.stderr)  # the command's own exit code stands
+        self.assertIn("--html " + os.path.join(self.dir, "no", "such", "dir", "r.html") + ": cannot open its directory",
+                      bad.stderr.splitlines()[-1])
+
     def test_watch_shows_the_job_live_then_the_report(self):
         out = os.path.join(self.dir, "watched")
         r = self.profile(["--watch", "-o", out, "--", gwtest.SIM, scenario("nccl-bound"), "--quiet"])
