@@ -1,5 +1,6 @@
 """`gapwatch diff` on input it cannot compare: one clear line on stderr, exit 2, nothing on stdout,
-never a crash; and on input it can (a run against itself, a directory of ranks against another).
+never a crash; and on input it can (a run against itself, a directory of ranks against another, a
+run without steps: compared, but --fail-if-slower exits 6 since the step time cannot be).
 
     diff_bad_input_test.py GAPWATCH REPO_ROOT
 
@@ -12,6 +13,20 @@ import sys
 import tempfile
 
 EXIT_BAD_INPUT = 2
+EXIT_NOT_COMPARED = 6
+
+# Two different kernels, once each: a PyTorch profiler trace with no step in it.
+NO_STEPS_TRACE = """{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 100, "dur": 5,
+  "args": {"correlation": 1}},
+ {"ph": "X", "cat": "kernel", "name": "alpha", "pid": 0, "tid": 7, "ts": 110, "dur": 50,
+  "args": {"correlation": 1, "device": 0, "stream": 7}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 300, "dur": 5,
+  "args": {"correlation": 2}},
+ {"ph": "X", "cat": "kernel", "name": "beta", "pid": 0, "tid": 7, "ts": 310, "dur": 50,
+  "args": {"correlation": 2, "device": 0, "stream": 7}}
+]}
+"""
 
 
 def run(gapwatch, *args):
@@ -85,11 +100,24 @@ def main():
             failures.append(f"two ranks against themselves: exit {out.returncode}, stdout {out.stdout[:400]!r}, "
                             f"stderr {out.stderr!r}")
 
+        # A run without steps: nothing to test the step time on. Compared all the same (exit 0);
+        # CI's check cannot pass: exit 6 with one line.
+        no_steps = os.path.join(work, "no-steps.json")
+        with open(no_steps, "w") as f:
+            f.write(NO_STEPS_TRACE)
+        out = run(gapwatch, no_steps, no_steps)
+        if out.returncode != 0 or "Verdict: step time not compared: run A has fewer than two timed steps" not in out.stdout:
+            failures.append(f"a run without steps: exit {out.returncode}, stdout {out.stdout[:400]!r}")
+        out = run(gapwatch, "--fail-if-slower", "5%", no_steps, no_steps)
+        lines = out.stderr.strip().splitlines()
+        if out.returncode != EXIT_NOT_COMPARED or len(lines) != 1 or "step time not compared" not in lines[0]:
+            failures.append(f"--fail-if-slower on a run without steps: exit {out.returncode}, stderr {out.stderr!r}")
+
     for failure in failures:
         print("FAIL:", failure)
     if failures:
         return 1
-    print("ok: every bad input gave one line and exit 2; good input compared")
+    print("ok: every bad input gave one line and exit 2; good input compared; no steps: exit 6 with the check")
     return 0
 
 
