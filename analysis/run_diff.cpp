@@ -5,10 +5,12 @@
 #include "analysis/quantity_text.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
+#include <string>
 
 namespace gapwatch::analysis {
 
@@ -82,6 +84,13 @@ std::optional<double> fractionOfWindow(const RunTotals& t, double value) {
   return value / static_cast<double>(t.window_ns);
 }
 
+std::optional<int32_t> worldSizeOf(const RunReport& run) {
+  for (const RecordingOverview& o : run.overviews) {
+    if (o.hello && o.hello->has_world_size()) return o.hello->world_size();
+  }
+  return std::nullopt;
+}
+
 std::string signedDuration(double ns) {
   return (ns < 0 ? "-" : "+") + formatDuration(static_cast<uint64_t>(std::llround(std::fabs(ns))));
 }
@@ -110,6 +119,8 @@ std::string matchRanks(const AnalysisReport& before, const AnalysisReport& after
     // against another rank's of the next job is a fair comparison); a rank only when both agree.
     RankPair pair;
     if (before.processes[0].rank == after.processes[0].rank) pair.rank = before.processes[0].rank;
+    pair.before_rank = before.processes[0].rank;
+    pair.after_rank = after.processes[0].rank;
     pair.before_process = 0;
     pair.after_process = 0;
     pairs.push_back(pair);
@@ -133,6 +144,8 @@ std::string matchRanks(const AnalysisReport& before, const AnalysisReport& after
     if (found == after_by_rank.end()) return "rank " + std::to_string(rank) + " of run A is not in run B";
     RankPair pair;
     pair.rank = rank;
+    pair.before_rank = rank;
+    pair.after_rank = rank;
     pair.before_process = index;
     pair.after_process = found->second;
     pairs.push_back(pair);
@@ -212,6 +225,13 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
     }
   }
   diff.changes.push_back(diff.verdict);
+  diff.before_world_size = worldSizeOf(before);
+  diff.after_world_size = worldSizeOf(after);
+  if (diff.before_world_size && diff.after_world_size && *diff.before_world_size != *diff.after_world_size) {
+    diff.changes.push_back("world size: " + std::to_string(*diff.before_world_size) + " ranks in A, " +
+                           std::to_string(*diff.after_world_size) +
+                           " in B: jobs of different sizes, so per-rank numbers are not like for like");
+  }
 
   const double step_ns = diff.step_time.testable ? diff.step_time.before_mean_ns : 0.0;
   auto add = [&](std::string key, std::string label, std::string unit, std::optional<double> x,

@@ -30,6 +30,7 @@ struct RunDiffOptions {
 struct RankPair {
   std::optional<int32_t> rank;  // none: both runs are one process, without the same rank
   int before_process = -1, after_process = -1;
+  std::optional<int32_t> before_rank, after_rank;  // what each process says (they differ only for one process each)
 };
 
 // One number of both runs. A side is empty where the run does not have it (no steps: nothing per
@@ -83,6 +84,10 @@ struct RunDiff {
   std::vector<RankPair> ranks;
   // Findings and kernels are per step when both runs have steps on every rank, else totals.
   bool per_step = false;
+  // The job's world size as each run's recordings or traces say it (the first that does); when
+  // both say one and they differ, the runs are of different job sizes and "What changed" says so
+  // first: per-rank numbers of a job of 8 and of a job of 2 are not like for like.
+  std::optional<int32_t> before_world_size, after_world_size;
   StepTimeTest step_time;
   std::vector<DiffQuantity> quantities;  // in a fixed order (docs/analysis.md)
   std::vector<FindingChange> findings;   // A's findings by idle, then B's new ones

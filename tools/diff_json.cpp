@@ -25,6 +25,8 @@ void writeDiffJson(const analysis::RunDiff& diff, const std::vector<std::string>
   json ranks = json::array();
   for (const analysis::RankPair& r : diff.ranks) {
     ranks.push_back({{"rank", r.rank ? json(*r.rank) : json(nullptr)},
+                     {"rank_a", r.before_rank ? json(*r.before_rank) : json(nullptr)},
+                     {"rank_b", r.after_rank ? json(*r.after_rank) : json(nullptr)},
                      {"file_a", before_files.at(static_cast<std::size_t>(r.before_process))},
                      {"file_b", after_files.at(static_cast<std::size_t>(r.after_process))}});
   }
@@ -78,6 +80,8 @@ void writeDiffJson(const analysis::RunDiff& diff, const std::vector<std::string>
                    {"a", before_files},
                    {"b", after_files},
                    {"ranks", ranks},
+                   {"world_size_a", diff.before_world_size ? json(*diff.before_world_size) : json(nullptr)},
+                   {"world_size_b", diff.after_world_size ? json(*diff.after_world_size) : json(nullptr)},
                    {"verdict", diff.verdict},
                    {"step_time", step_time},
                    {"per_step", diff.per_step},

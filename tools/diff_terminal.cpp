@@ -58,7 +58,13 @@ void writeTerminalDiff(const analysis::RunDiff& diff, const std::vector<std::str
   out << "gapwatch diff\n";
   out << "  A: " << filesText(before_files) << '\n';
   out << "  B: " << filesText(after_files) << '\n';
-  out << "  " << diff.ranks.size() << (diff.ranks.size() == 1 ? " rank" : " ranks") << ", paired by rank number\n\n";
+  const auto rankText = [](const std::optional<int32_t>& rank) { return rank ? std::to_string(*rank) : "none"; };
+  if (diff.ranks.size() == 1 && diff.ranks[0].before_rank != diff.ranks[0].after_rank) {
+    out << "  one process each, paired whatever their ranks (rank " << rankText(diff.ranks[0].before_rank)
+        << " in A, " << rankText(diff.ranks[0].after_rank) << " in B)\n\n";
+  } else {
+    out << "  " << diff.ranks.size() << (diff.ranks.size() == 1 ? " rank" : " ranks") << ", paired by rank number\n\n";
+  }
 
   out << "Verdict: " << diff.verdict << '\n';
   const analysis::StepTimeTest& s = diff.step_time;

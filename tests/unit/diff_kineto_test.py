@@ -6,9 +6,10 @@ train_test.json.gz, after: the shared data's README), against what the traces th
 What really differs, read from the traces directly (ProfilerStep# ranges, kernel and launch
 records) before this test was written: 6 steps each; mean step time 77.5 ms (75.5 .. 81.1) in
 the control and 124.1 ms (82.0 .. 166.4) in the test run; NCCL kernels 27.3 ms per step against
-41.9 ms; 1428 launch calls per step against 813; and the control's host idle (framework overhead
-between kernels) gone in the test run, whose GPU waits on NCCL instead. The test asserts each of
-these, with room only for rounding.
+41.9 ms; 1428 launch calls per step against 813; the control's host idle (framework overhead
+between kernels) gone in the test run, whose GPU waits on NCCL instead; and the job itself:
+distributedInfo says rank 3 of 8 in the control, rank 1 of 2 in the test run. The test asserts
+each of these, with room only for rounding.
 
 Skipped (exit 77, with a line saying why) where the shared traces are absent, as
 hta_parity_test.py does; GAPWATCH_KINETO_DATA points elsewhere.
@@ -64,7 +65,11 @@ def main():
     host = quantities["idle_host_cpu_per_step_ns"]
     if not (host["a"] > 5e6 and host["b"] < 0.5e6 and host["notable"]):
         failures.append(f"host_cpu idle per step: {host}")
-    for start in ("framework_overhead: ", "NCCL time per step: ", "host_cpu idle per step: "):
+    if document["world_size_a"] != 8 or document["world_size_b"] != 2 or \
+            [(r["rank_a"], r["rank_b"]) for r in document["ranks"]] != [(3, 1)]:
+        failures.append(f"ranks and world sizes: {document['ranks']}, {document['world_size_a']}, "
+                        f"{document['world_size_b']}")
+    for start in ("world size: 8 ranks in A, 2 in B", "framework_overhead: ", "NCCL time per step: ", "host_cpu idle per step: "):
         if not any(c.startswith(start) for c in document["changes"]):
             failures.append(f"no line {start!r} in {document['changes']}")
 
