@@ -198,9 +198,16 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
   RunDiff diff;
   diff.ranks = pairs;
   std::vector<int> before_processes, after_processes;
-  for (const RankPair& pair : pairs) {
+  for (RankPair& pair : diff.ranks) {
     before_processes.push_back(pair.before_process);
     after_processes.push_back(pair.after_process);
+    // The files are parallel to the processes, which a file without anything to show has not.
+    const auto fileOf = [](const RunReport& run, int process) {
+      return static_cast<std::size_t>(process) < run.files.size() ? run.files[static_cast<std::size_t>(process)]
+                                                                  : std::string();
+    };
+    pair.before_file = fileOf(before, pair.before_process);
+    pair.after_file = fileOf(after, pair.after_process);
   }
   const RunTotals a = totalsOf(before.analysis, before_processes);
   const RunTotals b = totalsOf(after.analysis, after_processes);

@@ -31,6 +31,7 @@ struct RankPair {
   std::optional<int32_t> rank;  // none: both runs are one process, without the same rank
   int before_process = -1, after_process = -1;
   std::optional<int32_t> before_rank, after_rank;  // what each process says (they differ only for one process each)
+  std::string before_file, after_file;              // filled by diffRuns (RunReport::files)
 };
 
 // One number of both runs. A side is empty where the run does not have it (no steps: nothing per

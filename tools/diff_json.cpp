@@ -27,8 +27,8 @@ void writeDiffJson(const analysis::RunDiff& diff, const std::vector<std::string>
     ranks.push_back({{"rank", r.rank ? json(*r.rank) : json(nullptr)},
                      {"rank_a", r.before_rank ? json(*r.before_rank) : json(nullptr)},
                      {"rank_b", r.after_rank ? json(*r.after_rank) : json(nullptr)},
-                     {"file_a", before_files.at(static_cast<std::size_t>(r.before_process))},
-                     {"file_b", after_files.at(static_cast<std::size_t>(r.after_process))}});
+                     {"file_a", r.before_file},
+                     {"file_b", r.after_file}});
   }
   const analysis::StepTimeTest& s = diff.step_time;
   json step_time = {{"testable", s.testable}};
