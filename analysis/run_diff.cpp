@@ -326,7 +326,8 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
   const auto topNames = [&](const RunTotals& t) {
     std::vector<std::pair<uint64_t, std::string>> by_time;
     for (const auto& [name, totals] : t.kernels) by_time.emplace_back(totals.first, name);
-    std::sort(by_time.begin(), by_time.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    // Stable over the names' order: kernels of equal time are listed the same way every time.
+    std::stable_sort(by_time.begin(), by_time.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
     if (by_time.size() > options.top_kernels) by_time.resize(options.top_kernels);
     return by_time;
   };
@@ -347,7 +348,7 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
     k.after_runs_per_step = kernelPerStep(b, name, true);
     diff.kernels.push_back(std::move(k));
   }
-  std::sort(diff.kernels.begin(), diff.kernels.end(), [](const KernelChange& x, const KernelChange& y) {
+  std::stable_sort(diff.kernels.begin(), diff.kernels.end(), [](const KernelChange& x, const KernelChange& y) {
     return std::max(x.before_per_step_ns.value_or(0), x.after_per_step_ns.value_or(0)) >
            std::max(y.before_per_step_ns.value_or(0), y.after_per_step_ns.value_or(0));
   });
