@@ -165,3 +165,21 @@ TEST_CASE("a run with fewer than two timed steps is not compared on step time", 
   CHECK(diff.verdict == "step time not compared: run B has fewer than two timed steps (on some rank)");
   CHECK_FALSE(slowerBeyondNoise(diff.step_time, 0.0));
 }
+
+TEST_CASE("a finding across ranks (a straggler) counts once for the run", "[run_diff]") {
+  const RunReport a = runOf({rankWith(0, 10, 100, 2, 0), rankWith(1, 10, 100, 2, 0)});
+  RunReport b = runOf({rankWith(0, 10, 100, 2, 0), rankWith(1, 10, 100, 2, 0)});
+  Finding straggler;
+  straggler.id = "straggler";
+  straggler.title = "rank 1 is late";
+  straggler.idle_ns = static_cast<uint64_t>(40 * kMs);
+  b.analysis.findings.push_back(straggler);
+  std::vector<RankPair> pairs;
+  REQUIRE(matchRanks(a.analysis, b.analysis, pairs).empty());
+  const RunDiff diff = diffRuns(a, b, pairs);
+  REQUIRE(diff.findings.size() == 1);
+  CHECK(diff.findings[0].id == "straggler");
+  CHECK(*diff.findings[0].after_idle_per_step_ns == Approx(2 * kMs));  // 40 ms over 20 steps (both ranks')
+  CHECK(std::find(diff.changes.begin(), diff.changes.end(),
+                  "straggler: new in B, 2.00 ms idle per step (A does not make this finding)") != diff.changes.end());
+}
