@@ -199,26 +199,10 @@ bool slowerBeyondNoise(const StepTimeTest& test, double threshold) {
   return test.testable && test.beyond_noise && test.change_ns > 0 && test.relative_change > threshold;
 }
 
-RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vector<RankPair>& pairs,
-                 const RunDiffOptions& options) {
-  RunDiff diff;
-  diff.ranks = pairs;
-  std::vector<int> before_processes, after_processes;
-  for (RankPair& pair : diff.ranks) {
-    before_processes.push_back(pair.before_process);
-    after_processes.push_back(pair.after_process);
-    // The files are parallel to the processes, which a file without anything to show has not.
-    const auto fileOf = [](const RunReport& run, int process) {
-      return static_cast<std::size_t>(process) < run.files.size() ? run.files[static_cast<std::size_t>(process)]
-                                                                  : std::string();
-    };
-    pair.before_file = fileOf(before, pair.before_process);
-    pair.after_file = fileOf(after, pair.after_process);
-  }
-  const RunTotals a = totalsOf(before.analysis, before_processes);
-  const RunTotals b = totalsOf(after.analysis, after_processes);
+namespace {
 
-  // --- the step time, and the verdict ---
+// The step-time test and the verdict (the first line of what changed).
+void compareStepTimes(const RunTotals& a, const RunTotals& b, const RunDiffOptions& options, RunDiff& diff) {
   if (a.timed_steps < 2 || b.timed_steps < 2) {
     diff.step_time.level = options.level;
     diff.step_time.untestable_reason = std::string("run ") + (a.timed_steps < 2 ? "A" : "B") +
@@ -238,14 +222,10 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
     }
   }
   diff.changes.push_back(diff.verdict);
-  diff.before_world_size = worldSizeOf(before);
-  diff.after_world_size = worldSizeOf(after);
-  if (diff.before_world_size && diff.after_world_size && *diff.before_world_size != *diff.after_world_size) {
-    diff.changes.push_back("world size: " + std::to_string(*diff.before_world_size) + " ranks in A, " +
-                           std::to_string(*diff.after_world_size) +
-                           " in B: jobs of different sizes, so per-rank numbers are not like for like");
-  }
+}
 
+// The quantities, in the fixed order of docs/analysis.md, each marked notable or not.
+void compareQuantities(const RunTotals& a, const RunTotals& b, const RunDiffOptions& options, RunDiff& diff) {
   const double step_ns = diff.step_time.testable ? diff.step_time.before_mean_ns : 0.0;
   auto add = [&](std::string key, std::string label, std::string unit, std::optional<double> x,
                  std::optional<double> y) {
@@ -260,26 +240,27 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
     }
     diff.quantities.push_back(std::move(q));
   };
-
-  // --- the quantities, in a fixed order ---
-  const auto stepMean = [](const RunTotals& t) { return t.timed_steps > 0 ? std::optional<double>(t.step_mean_ns) : std::nullopt; };
+  // Idle per step needs a device timeline; without one the recording has no idle to divide.
+  const auto idlePerStep = [](const RunTotals& t, uint64_t ns) {
+    return t.device_timeline ? perStep(t, static_cast<double>(ns)) : std::nullopt;
+  };
+  const auto stepMean = [](const RunTotals& t) {
+    return t.timed_steps > 0 ? std::optional<double>(t.step_mean_ns) : std::nullopt;
+  };
   add("step_time_mean_ns", "step time (mean)", "ns", stepMean(a), stepMean(b));
   add("steps", "steps", "count", static_cast<double>(a.steps), static_cast<double>(b.steps));
   add("idle_fraction", "idle fraction", "fraction", fractionOfWindow(a, static_cast<double>(a.idle_ns)),
       fractionOfWindow(b, static_cast<double>(b.idle_ns)));
-  add("idle_per_step_ns", "idle per step", "ns", a.device_timeline ? perStep(a, static_cast<double>(a.idle_ns)) : std::nullopt,
-      b.device_timeline ? perStep(b, static_cast<double>(b.idle_ns)) : std::nullopt);
+  add("idle_per_step_ns", "idle per step", "ns", idlePerStep(a, a.idle_ns), idlePerStep(b, b.idle_ns));
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) {
     const std::string cause = idleCauseName(static_cast<IdleCause>(c));
-    const auto x = static_cast<double>(a.idle_by_cause_ns[c]), y = static_cast<double>(b.idle_by_cause_ns[c]);
-    add("idle_" + cause + "_per_step_ns", cause + " idle per step", "ns",
-        a.device_timeline ? perStep(a, x) : std::nullopt, b.device_timeline ? perStep(b, y) : std::nullopt);
+    add("idle_" + cause + "_per_step_ns", cause + " idle per step", "ns", idlePerStep(a, a.idle_by_cause_ns[c]),
+        idlePerStep(b, b.idle_by_cause_ns[c]));
   }
   for (std::size_t h = 0; h < kHostPartCount; ++h) {
     const std::string part = hostPartName(static_cast<HostPart>(h));
-    const auto x = static_cast<double>(a.host_by_part_ns[h]), y = static_cast<double>(b.host_by_part_ns[h]);
     add("host_cpu_" + part + "_per_step_ns", "host_cpu idle in " + part + " per step", "ns",
-        a.device_timeline ? perStep(a, x) : std::nullopt, b.device_timeline ? perStep(b, y) : std::nullopt);
+        idlePerStep(a, a.host_by_part_ns[h]), idlePerStep(b, b.host_by_part_ns[h]));
   }
   add("sync_points_per_step", "sync points per step", "count", perStep(a, static_cast<double>(a.sync_calls)),
       perStep(b, static_cast<double>(b.sync_calls)));
@@ -287,39 +268,44 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
       perStep(b, static_cast<double>(b.launches)));
   add("nccl_per_step_ns", "NCCL time per step", "ns", perStep(a, static_cast<double>(a.nccl_ns)),
       perStep(b, static_cast<double>(b.nccl_ns)));
+}
 
-  // --- the findings ---
-  // Per step when both runs have steps on every rank, else totals (diff.per_step says which).
-  diff.per_step = a.steps > 0 && b.steps > 0 && a.all_ranks_have_steps && b.all_ranks_have_steps;
-  const bool per_step = diff.per_step;
-  const auto normalised = [per_step](const RunTotals& t, double value) {
-    return per_step ? value / static_cast<double>(t.steps) : value;
-  };
-  const auto findingPerStep = [&](const RunTotals& t, const std::string& id) -> std::optional<double> {
+// A value of one run per step when diff.per_step, else as it is.
+double normalised(const RunDiff& diff, const RunTotals& t, double value) {
+  return diff.per_step ? value / static_cast<double>(t.steps) : value;
+}
+
+// Every finding of either run, A's first; a line for each one that went away or appeared.
+void compareFindings(const RunTotals& a, const RunTotals& b, RunDiff& diff) {
+  const auto idleOf = [&](const RunTotals& t, const std::string& id) -> std::optional<double> {
     const auto found = t.findings.find(id);
     if (found == t.findings.end()) return std::nullopt;
-    return normalised(t, static_cast<double>(found->second.first));
+    return normalised(diff, t, static_cast<double>(found->second.first));
   };
   std::vector<std::string> ids = a.finding_order;
   for (const std::string& id : b.finding_order) {
     if (!a.findings.contains(id)) ids.push_back(id);
   }
-  const std::string unit = per_step ? " per step" : " in all";
+  const std::string unit = diff.per_step ? " per step" : " in all";
   for (const std::string& id : ids) {
     FindingChange f;
     f.id = id;
     f.title = b.findings.contains(id) ? b.findings.at(id).second : a.findings.at(id).second;
-    f.before_idle_per_step_ns = findingPerStep(a, id);
-    f.after_idle_per_step_ns = findingPerStep(b, id);
+    f.before_idle_per_step_ns = idleOf(a, id);
+    f.after_idle_per_step_ns = idleOf(b, id);
     if (f.before_idle_per_step_ns && !f.after_idle_per_step_ns) {
-      diff.changes.push_back(id + ": " + durationOf(*f.before_idle_per_step_ns) +
-                             " idle" + unit + " in A, gone in B (B does not make this finding)");
+      diff.changes.push_back(id + ": " + durationOf(*f.before_idle_per_step_ns) + " idle" + unit +
+                             " in A, gone in B (B does not make this finding)");
     } else if (!f.before_idle_per_step_ns && f.after_idle_per_step_ns) {
-      diff.changes.push_back(id + ": new in B, " + durationOf(*f.after_idle_per_step_ns) + " idle" +
-                             unit + " (A does not make this finding)");
+      diff.changes.push_back(id + ": new in B, " + durationOf(*f.after_idle_per_step_ns) + " idle" + unit +
+                             " (A does not make this finding)");
     }
     diff.findings.push_back(std::move(f));
   }
+}
+
+// A line for each notable quantity, after the findings' lines.
+void describeNotableQuantities(RunDiff& diff) {
   for (const DiffQuantity& q : diff.quantities) {
     if (!q.notable) continue;
     std::string line = q.label + ": " + durationOf(*q.before) + " -> " + durationOf(*q.after) + " (" +
@@ -327,8 +313,10 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
     if (const auto relative = q.relativeChange()) line += ", " + signedPercent(*relative);
     diff.changes.push_back(line + ")");
   }
+}
 
-  // --- the kernels: each run's top ones by device time, per step ---
+// The union of each run's top kernels by device time, with both runs' time and runs.
+void compareKernels(const RunTotals& a, const RunTotals& b, const RunDiffOptions& options, RunDiff& diff) {
   const auto topNames = [&](const RunTotals& t) {
     std::vector<std::pair<uint64_t, std::string>> by_time;
     for (const auto& [name, totals] : t.kernels) by_time.emplace_back(totals.first, name);
@@ -340,24 +328,61 @@ RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vec
   std::set<std::string> listed;
   for (const auto& [ns, name] : topNames(a)) listed.insert(name);
   for (const auto& [ns, name] : topNames(b)) listed.insert(name);
-  const auto kernelPerStep = [&](const RunTotals& t, const std::string& name, bool runs) -> std::optional<double> {
+  const auto valueOf = [&](const RunTotals& t, const std::string& name, bool runs) -> std::optional<double> {
     const auto found = t.kernels.find(name);
     if (found == t.kernels.end()) return std::nullopt;
-    return normalised(t, static_cast<double>(runs ? found->second.second : found->second.first));
+    return normalised(diff, t, static_cast<double>(runs ? found->second.second : found->second.first));
   };
   for (const std::string& name : listed) {
     KernelChange k;
     k.name = name;
-    k.before_per_step_ns = kernelPerStep(a, name, false);
-    k.after_per_step_ns = kernelPerStep(b, name, false);
-    k.before_runs_per_step = kernelPerStep(a, name, true);
-    k.after_runs_per_step = kernelPerStep(b, name, true);
+    k.before_per_step_ns = valueOf(a, name, false);
+    k.after_per_step_ns = valueOf(b, name, false);
+    k.before_runs_per_step = valueOf(a, name, true);
+    k.after_runs_per_step = valueOf(b, name, true);
     diff.kernels.push_back(std::move(k));
   }
   std::stable_sort(diff.kernels.begin(), diff.kernels.end(), [](const KernelChange& x, const KernelChange& y) {
     return std::max(x.before_per_step_ns.value_or(0), x.after_per_step_ns.value_or(0)) >
            std::max(y.before_per_step_ns.value_or(0), y.after_per_step_ns.value_or(0));
   });
+}
+
+}  // namespace
+
+RunDiff diffRuns(const RunReport& before, const RunReport& after, const std::vector<RankPair>& pairs,
+                 const RunDiffOptions& options) {
+  RunDiff diff;
+  diff.ranks = pairs;
+  std::vector<int> before_processes, after_processes;
+  for (RankPair& pair : diff.ranks) {
+    before_processes.push_back(pair.before_process);
+    after_processes.push_back(pair.after_process);
+    // The files are parallel to the processes, which a file without anything to show has not.
+    const auto fileOf = [](const RunReport& run, int process) {
+      return static_cast<std::size_t>(process) < run.files.size() ? run.files[static_cast<std::size_t>(process)]
+                                                                  : std::string();
+    };
+    pair.before_file = fileOf(before, pair.before_process);
+    pair.after_file = fileOf(after, pair.after_process);
+  }
+  const RunTotals a = totalsOf(before.analysis, before_processes);
+  const RunTotals b = totalsOf(after.analysis, after_processes);
+
+  compareStepTimes(a, b, options, diff);
+  diff.before_world_size = worldSizeOf(before);
+  diff.after_world_size = worldSizeOf(after);
+  if (diff.before_world_size && diff.after_world_size && *diff.before_world_size != *diff.after_world_size) {
+    diff.changes.push_back("world size: " + std::to_string(*diff.before_world_size) + " ranks in A, " +
+                           std::to_string(*diff.after_world_size) +
+                           " in B: jobs of different sizes, so per-rank numbers are not like for like");
+  }
+  compareQuantities(a, b, options, diff);
+  // Findings and kernels per step when both runs have steps on every rank, else totals.
+  diff.per_step = a.steps > 0 && b.steps > 0 && a.all_ranks_have_steps && b.all_ranks_have_steps;
+  compareFindings(a, b, diff);
+  describeNotableQuantities(diff);
+  compareKernels(a, b, options, diff);
   return diff;
 }
 
