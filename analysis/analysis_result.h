@@ -277,6 +277,10 @@ struct StepStats {
   uint64_t median_ns = 0, p10_ns = 0, p90_ns = 0;
   double median_idle_fraction = 0;
   std::vector<StepPoint> timeline;  // at most StepTimeline::kMaxPoints points
+  // The complete steps' times as a sample, for comparing two runs (analysis/run_diff.h): how many
+  // were timed, their mean and their sample standard deviation (n - 1; 0 with fewer than two).
+  uint64_t timed_steps = 0;
+  double mean_ns = 0, stddev_ns = 0;
 };
 
 struct Finding {              // one cause the diagnosis found, with its evidence and fix

@@ -60,6 +60,13 @@ uint64_t idlePpm(uint64_t length_ns, uint64_t busy_ns) {
 
 // --- StepDetectorStage::StepSeries -------------------------------------------------------------------
 
+void StepDetectorStage::fillStepSample(const StepSeries& series, StepStats& stats) {
+  stats.timed_steps = series.timed;
+  stats.mean_ns = series.mean_ns;
+  stats.stddev_ns =
+      series.timed >= 2 ? std::sqrt(series.squared_deviations / static_cast<double>(series.timed - 1)) : 0.0;
+}
+
 void StepDetectorStage::StepSeries::begin(uint64_t time_ns, uint64_t busy_ns) {
   if (open) end(time_ns, busy_ns);
   open = true;
@@ -76,6 +83,10 @@ void StepDetectorStage::StepSeries::end(uint64_t time_ns, uint64_t busy_ns) {
   const uint64_t length_ns = time_ns - open_ns;
   const uint64_t step_busy_ns = busy_ns >= open_busy_ns ? busy_ns - open_busy_ns : 0;
   durations.add(length_ns);
+  ++timed;
+  const double delta = static_cast<double>(length_ns) - mean_ns;
+  mean_ns += delta / static_cast<double>(timed);
+  squared_deviations += delta * (static_cast<double>(length_ns) - mean_ns);
   idle_ppm.add(idlePpm(length_ns, step_busy_ns));
   timeline.add(open_ns, length_ns, length_ns > step_busy_ns ? length_ns - step_busy_ns : 0);
 }
@@ -496,6 +507,7 @@ void StepDetectorStage::finish() {
   stats_.p90_ns = series->durations.percentile(90);
   stats_.median_idle_fraction = static_cast<double>(series->idle_ppm.percentile(50)) / 1e6;
   stats_.timeline = series->timeline.points();
+  fillStepSample(*series, stats_);
 }
 
 void StepDetectorStage::contribute(ProcessAnalysis& result) { result.steps = stats_; }
@@ -510,6 +522,7 @@ void StepDetectorStage::snapshot(ProcessAnalysis& result) const {
   stats.p10_ns = series.durations.percentile(10);
   stats.p90_ns = series.durations.percentile(90);
   stats.median_idle_fraction = static_cast<double>(series.idle_ppm.percentile(50)) / 1e6;
+  fillStepSample(series, stats);
   result.steps = std::move(stats);
 }
 

@@ -95,6 +95,10 @@ class StepDetectorStage final : public AnalysisStage {
     DurationPercentiles durations;
     DurationPercentiles idle_ppm;  // idle fraction x 1e6
     StepTimeline timeline;
+    // Welford's running mean and sum of squared deviations of the durations: exact, in O(1)
+    // state, where the sketches give only percentiles.
+    uint64_t timed = 0;
+    double mean_ns = 0, squared_deviations = 0;
     void begin(uint64_t time_ns, uint64_t busy_ns);  // opens a step (closing the open one)
     void end(uint64_t time_ns, uint64_t busy_ns);    // closes the open step
   };
@@ -117,6 +121,7 @@ class StepDetectorStage final : public AnalysisStage {
   void noteAnchor(uint32_t key, uint64_t end_ns);
   void advanceTime(uint64_t time_ns);  // resolves step ends the timeline has now passed
   void learn(bool at_end);             // tries to find the step in what was kept
+  static void fillStepSample(const StepSeries& series, StepStats& stats);  // timed_steps, mean, stddev
   bool tryKernelPattern(std::size_t period);
   bool tryAnchor(std::optional<std::size_t> period);
   // Do the steps between these boundaries (kernel indices of one recurring call) repeat?

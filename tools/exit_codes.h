@@ -14,3 +14,14 @@ inline constexpr int kExitInternalError = 3;
 inline constexpr int kExitCannotWrite = 4;
 
 }  // namespace gapwatch::cli
+
+namespace gapwatch::cli {
+
+// gapwatch diff --fail-if-slower: run B's step time is slower than A's by more than the threshold
+// and beyond the noise of the step times (docs/cli.md, "gapwatch diff").
+inline constexpr int kExitSlower = 5;
+// gapwatch diff --fail-if-slower: the step times could not be compared (a run without two timed
+// steps), so the check cannot pass.
+inline constexpr int kExitNotCompared = 6;
+
+}  // namespace gapwatch::cli

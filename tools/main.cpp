@@ -3,6 +3,7 @@
 // Commands live in <command>_command.{h,cpp}; this file only wires them to CLI11 and turns
 // command-line mistakes into exit code 1 (docs/cli.md).
 #include "collector/collector.h"
+#include "tools/diff_command.h"
 #include "tools/dump_command.h"
 #include "tools/duration_text.h"
 #include "tools/exit_codes.h"
@@ -116,6 +117,21 @@ int main(int argc, char** argv) {
                    "(several: one per rank)")
       ->required();
 
+  cli::DiffOptions diff;
+  std::string fail_if_slower_text;
+  CLI::App* diff_command = app.add_subcommand(
+      "diff", "Compare two runs: step time (with a test against noise), idle by cause, syncs, launches, NCCL, kernels");
+  diff_command->add_flag("--json", diff.json, "Write one JSON document (docs/report-json.md) instead of text");
+  diff_command
+      ->add_option("--fail-if-slower", fail_if_slower_text,
+                   "Exit 5 when B's mean step time is slower than A's by more than this (5%) and beyond noise")
+      ->check(CLI::Validator(
+          [](std::string& text) { return cli::parsePercent(text) ? std::string() : "not a percentage (5%, 0.5%)"; },
+          "PERCENT"));
+  diff_command->add_option("A", diff.before, "Run A (before): a recording, a trace, or a directory of them (one per rank)")
+      ->required();
+  diff_command->add_option("B", diff.after, "Run B (after): the same")->required();
+
   cli::ImportOptions import_options;
   CLI::App* import_command = app.add_subcommand(
       "import", "Write a PyTorch profiler (Kineto) trace as a .gwt recording that reports the same as the trace");
@@ -183,6 +199,10 @@ int main(int argc, char** argv) {
       }
       report.colour = cli::colourWanted(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
       return cli::runReport(report, std::cout, std::cerr);
+    }
+    if (*diff_command) {
+      if (!fail_if_slower_text.empty()) diff.fail_if_slower = cli::parsePercent(fail_if_slower_text);
+      return cli::runDiff(diff, std::cout, std::cerr);
     }
     if (*watch_command) return cli::runWatch(watch);
     if (*import_command) return cli::runImport(import_options, std::cout, std::cerr);

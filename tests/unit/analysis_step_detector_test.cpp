@@ -268,6 +268,10 @@ TEST_CASE("step markers are used when the program sends them", "[step_detector]"
   CHECK(steps.p90_ns == us(12'000));
   // Idle fractions 5/10, 7/12, 6/11: the median is 6/11.
   CHECK(steps.median_idle_fraction == Approx(6.0 / 11.0).margin(1e-6));
+  // The sample for gapwatch diff: mean 11 ms, sample standard deviation 1 ms (deviations -1, 1, 0).
+  CHECK(steps.timed_steps == 3);
+  CHECK(steps.mean_ns == Approx(static_cast<double>(us(11'000))));
+  CHECK(steps.stddev_ns == Approx(static_cast<double>(us(1'000))));
 }
 
 TEST_CASE("NVTX ranges named ProfilerStep#N delimit steps; other ranges inside them do not", "[step_detector]") {

@@ -1,0 +1,121 @@
+// tools/diff_command.cpp: see diff_command.h.
+#include "tools/diff_command.h"
+
+#include "analysis/run_analysis.h"
+#include "analysis/run_diff.h"
+#include "tools/diff_json.h"
+#include "tools/diff_terminal.h"
+#include "tools/exit_codes.h"
+#include "tools/file_outcome.h"
+#include "tools/text_format.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace gapwatch::cli {
+
+namespace {
+
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// What a directory of a run holds that is a recording or a trace, and not a report of one.
+bool isRunFile(const std::string& name) {
+  if (endsWith(name, ".report.json") || name == "gapwatch-report.json") return false;
+  return endsWith(name, ".gwt") || endsWith(name, ".json") || endsWith(name, ".json.gz");
+}
+
+}  // namespace
+
+std::optional<double> parsePercent(const std::string& text) {
+  std::string number = text;
+  if (endsWith(number, "%")) number.pop_back();
+  if (number.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !(value >= 0) || value > 1e6) return std::nullopt;
+  return value / 100.0;
+}
+
+bool runFiles(const std::string& operand, std::vector<std::string>& files, std::string& error) {
+  namespace fs = std::filesystem;
+  files.clear();
+  std::error_code ec;
+  const fs::file_status status = fs::status(operand, ec);
+  if (ec || !fs::exists(status)) {
+    error = printable(operand) + ": no such file or directory";
+    return false;
+  }
+  if (!fs::is_directory(status)) {
+    files.push_back(operand);
+    return true;
+  }
+  fs::directory_iterator it(operand, ec);
+  if (ec) {
+    error = printable(operand) + ": cannot list the directory: " + ec.message();
+    return false;
+  }
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    std::error_code file_ec;
+    if (it->is_regular_file(file_ec) && isRunFile(it->path().filename().string())) {
+      files.push_back(it->path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    error = printable(operand) + ": no recordings (.gwt) or traces (.json, .json.gz) in this directory";
+    return false;
+  }
+  return true;
+}
+
+int runDiff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> files[2];
+  for (int side = 0; side < 2; ++side) {
+    std::string error;
+    if (!runFiles(side == 0 ? options.before : options.after, files[side], error)) {
+      err << "gapwatch diff: " << error << '\n';
+      return kExitBadRecording;
+    }
+  }
+  // A run with an unreadable file is not that run: its ranks would not pair, or would compare
+  // half a run with a whole one. Every file's read is said (one line each), then the diff stops.
+  int read_code = kExitOk;
+  const auto on_read = [&](const std::string& file, const ReadResult& read) {
+    read_code = std::max(read_code, printReadOutcome(file, read, err));
+  };
+  // A report lists its top 5 kernels; 20 here, so that a kernel in one run's top 5 is usually
+  // listed in the other run's too and the diff can give both times.
+  analysis::AnalysisOptions analysis_options = options.analysis;
+  analysis_options.top_n = std::max<uint32_t>(analysis_options.top_n, 20);
+  const analysis::RunReport before = analysis::analyseRecordingFiles(files[0], analysis_options, on_read);
+  const analysis::RunReport after = analysis::analyseRecordingFiles(files[1], analysis_options, on_read);
+  if (read_code != kExitOk) return read_code;
+
+  std::vector<analysis::RankPair> pairs;
+  const std::string mismatch = analysis::matchRanks(before.analysis, after.analysis, pairs);
+  if (!mismatch.empty()) {
+    err << "gapwatch diff: " << mismatch << '\n';
+    return kExitBadRecording;
+  }
+  const analysis::RunDiff diff = analysis::diffRuns(before, after, pairs);
+  if (options.json) {
+    writeDiffJson(diff, files[0], files[1], options.fail_if_slower, out);
+  } else {
+    writeTerminalDiff(diff, files[0], files[1], out);
+  }
+  out.flush();
+
+  if (!options.fail_if_slower) return kExitOk;
+  if (!diff.step_time.testable) {
+    err << "gapwatch diff: --fail-if-slower: " << diff.verdict << '\n';
+    return kExitNotCompared;
+  }
+  return analysis::slowerBeyondNoise(diff.step_time, *options.fail_if_slower) ? kExitSlower : kExitOk;
+}
+
+}  // namespace gapwatch::cli
