@@ -3,13 +3,16 @@
 
 #include "analysis/run_analysis.h"
 #include "analysis/run_diff.h"
+#include "tools/diff_html.h"
 #include "tools/diff_json.h"
+#include "tools/html_page.h"
 #include "tools/diff_terminal.h"
 #include "tools/exit_codes.h"
 #include "tools/file_outcome.h"
 #include "tools/text_format.h"
 
 #include <algorithm>
+#include <sstream>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -103,6 +106,12 @@ int runDiff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
     return kExitBadRecording;
   }
   const analysis::RunDiff diff = analysis::diffRuns(before, after, pairs);
+  // The page first: a destination that cannot be written is exit 4, whatever the comparison says.
+  if (!options.html_path.empty()) {
+    std::ostringstream html;
+    writeHtmlDiff(diff, files[0], files[1], html);
+    if (!writeWholeFile(options.html_path, html.str(), "gapwatch diff: --html ", err)) return kExitCannotWrite;
+  }
   if (options.json) {
     writeDiffJson(diff, files[0], files[1], options.fail_if_slower, out);
   } else {

@@ -16,6 +16,7 @@ namespace gapwatch::cli {
 struct DiffOptions {
   std::string before, after;  // run A and run B: a file or a directory
   bool json = false;
+  std::string html_path;  // also write the comparison as one HTML page there (diff_html.h)
   // --fail-if-slower: exit kExitSlower when B's mean step time is slower than A's by more than
   // this fraction (0.05 for 5%) and beyond noise.
   std::optional<double> fail_if_slower;

@@ -16,7 +16,15 @@ std::string filesText(const std::vector<std::string>& files) {
   return printable(files[0]) + " and " + std::to_string(files.size() - 1) + " more";
 }
 
-std::string valueText(double value, const std::string& unit) {
+void row(std::ostream& out, const std::string& label, const std::string& a, const std::string& b,
+         const std::string& change) {
+  out << "  " << std::left << std::setw(38) << label << std::right << std::setw(12) << a << std::setw(12) << b
+      << "   " << change << '\n';
+}
+
+}  // namespace
+
+std::string diffValueText(double value, const std::string& unit) {
   if (unit == "ns") return formatDuration(static_cast<uint64_t>(std::llround(std::max(0.0, value))));
   if (unit == "fraction") return formatPercent(value);
   char text[32];
@@ -24,11 +32,11 @@ std::string valueText(double value, const std::string& unit) {
   return text;
 }
 
-std::string optionalText(const std::optional<double>& value, const std::string& unit) {
-  return value ? valueText(*value, unit) : "-";
+std::string diffOptionalText(const std::optional<double>& value, const std::string& unit) {
+  return value ? diffValueText(*value, unit) : "-";
 }
 
-std::string changeText(const analysis::DiffQuantity& q) {
+std::string diffChangeText(const analysis::DiffQuantity& q) {
   if (!q.known()) return "";
   const double change = q.change();
   std::string text;
@@ -37,7 +45,7 @@ std::string changeText(const analysis::DiffQuantity& q) {
     std::snprintf(points, sizeof points, "%+.1f points", 100.0 * change);
     text = points;
   } else {
-    text = (change < 0 ? "-" : "+") + valueText(std::fabs(change), q.unit);
+    text = (change < 0 ? "-" : "+") + diffValueText(std::fabs(change), q.unit);
   }
   if (const auto relative = q.relativeChange(); relative && q.unit != "fraction") {
     text += " (" + std::string(*relative < 0 ? "-" : "+") + formatPercent(std::fabs(*relative)) + ")";
@@ -45,13 +53,6 @@ std::string changeText(const analysis::DiffQuantity& q) {
   return text;
 }
 
-void row(std::ostream& out, const std::string& label, const std::string& a, const std::string& b,
-         const std::string& change) {
-  out << "  " << std::left << std::setw(38) << label << std::right << std::setw(12) << a << std::setw(12) << b
-      << "   " << change << '\n';
-}
-
-}  // namespace
 
 void writeTerminalDiff(const analysis::RunDiff& diff, const std::vector<std::string>& before_files,
                        const std::vector<std::string>& after_files, std::ostream& out) {
@@ -87,14 +88,14 @@ void writeTerminalDiff(const analysis::RunDiff& diff, const std::vector<std::str
   out << '\n';
   row(out, "", "A", "B", "change");
   for (const analysis::DiffQuantity& q : diff.quantities) {
-    row(out, q.label, optionalText(q.before, q.unit), optionalText(q.after, q.unit), changeText(q));
+    row(out, q.label, diffOptionalText(q.before, q.unit), diffOptionalText(q.after, q.unit), diffChangeText(q));
   }
 
   const std::string per = diff.per_step ? " per step" : " in all";
   if (!diff.findings.empty()) {
     out << "\nFindings (idle explained" << per << "; - : not made)\n";
     for (const analysis::FindingChange& f : diff.findings) {
-      row(out, f.id, optionalText(f.before_idle_per_step_ns, "ns"), optionalText(f.after_idle_per_step_ns, "ns"), "");
+      row(out, f.id, diffOptionalText(f.before_idle_per_step_ns, "ns"), diffOptionalText(f.after_idle_per_step_ns, "ns"), "");
     }
   }
   if (!diff.kernels.empty()) {
@@ -107,8 +108,8 @@ void writeTerminalDiff(const analysis::RunDiff& diff, const std::vector<std::str
         const double c = *k.after_per_step_ns - *k.before_per_step_ns;
         change = (c < 0 ? "-" : "+") + formatDuration(static_cast<uint64_t>(std::llround(std::fabs(c))));
       }
-      out << "  " << std::right << std::setw(12) << optionalText(k.before_per_step_ns, "ns") << std::setw(12)
-          << optionalText(k.after_per_step_ns, "ns") << std::setw(12) << change << "   " << printable(k.name) << '\n';
+      out << "  " << std::right << std::setw(12) << diffOptionalText(k.before_per_step_ns, "ns") << std::setw(12)
+          << diffOptionalText(k.after_per_step_ns, "ns") << std::setw(12) << change << "   " << printable(k.name) << '\n';
     }
   }
 }

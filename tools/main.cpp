@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
   CLI::App* diff_command = app.add_subcommand(
       "diff", "Compare two runs: step time (with a test against noise), idle by cause, syncs, launches, NCCL, kernels");
   diff_command->add_flag("--json", diff.json, "Write one JSON document (docs/report-json.md) instead of text");
+  diff_command->add_option("--html", diff.html_path, "Also write the comparison as one self-contained HTML page");
   diff_command
       ->add_option("--fail-if-slower", fail_if_slower_text,
                    "Exit 5 when B's mean step time is slower than A's by more than this (5%) and beyond noise")

@@ -2,10 +2,10 @@
 #include "tools/profile_command.h"
 
 #include "collector/collector.h"
-#include "collector/output_file.h"
 #include "collector/profile_session.h"
 #include "tools/exit_codes.h"
 #include "tools/report_command.h"
+#include "tools/html_page.h"
 #include "tools/report_html.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
@@ -199,18 +199,12 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   // The collector wrote the run's HTML report beside its text and JSON: --html puts a copy where
   // it was asked for. The command's exit code stands either way; a failure says so in one line.
   if (reported && !options.html_path.empty()) {
-    const auto html = readWhole(dir + "/" + collector::kRunReportHtml);
-    const std::size_t slash = options.html_path.rfind('/');
-    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : options.html_path.substr(0, slash);
-    const int dir_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    std::string error = html ? "" : "the collector wrote no " + std::string(collector::kRunReportHtml);
-    if (html && dir_fd < 0) error = std::string("cannot open its directory: ") + strerror(errno);
-    if (html && dir_fd >= 0) {
-      collector::replaceOutputFile(dir_fd, options.html_path.substr(slash == std::string::npos ? 0 : slash + 1),
-                                   *html, &error);
+    if (const auto html = readWhole(dir + "/" + collector::kRunReportHtml)) {
+      writeWholeFile(options.html_path, *html, std::string(kPrefix) + "--html ", err);
+    } else {
+      err << kPrefix << "--html " << options.html_path << ": the collector wrote no " << collector::kRunReportHtml
+          << '\n';
     }
-    if (dir_fd >= 0) ::close(dir_fd);
-    if (!error.empty()) err << kPrefix << "--html " << options.html_path << ": " << error << '\n';
   }
   return result.exit_code;
 }

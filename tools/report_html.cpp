@@ -6,6 +6,7 @@
 #include "analysis/kernel_stats.h"
 #include "analysis/process_summary.h"
 #include "analysis/sync_advice.h"
+#include "tools/html_page.h"
 #include "tools/text_format.h"
 
 #include <gapwatch/recording_format.h>
@@ -31,25 +32,6 @@ constexpr const char* kCauseText[analysis::kIdleCauseCount] = {
     "host CPU (data pipeline, framework, Python)", "launch overhead", "synchronous copies and syncs",
     "other CUDA API calls", "NCCL calls on the host", "waiting on other work"};
 
-// Untrusted text into HTML text or an attribute: control characters escaped as the text report
-// escapes them (printable), then the five characters HTML gives meaning to.
-std::string esc(std::string_view text) {
-  const std::string safe = printable(text);
-  std::string out;
-  out.reserve(safe.size());
-  for (char c : safe) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string num(double x) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f", x);
@@ -71,24 +53,7 @@ std::size_t dominantCause(const analysis::IdleGap& gap) {
   return best;
 }
 
-const char* kStyle = R"(<style>
-:root{--fg:#1b1b1b;--muted:#555;--line:#d0d0d0;--bg:#fff;--panel:#f6f6f6}
-*{box-sizing:border-box}
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;padding:16px;max-width:1180px}
-h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.25em;margin:1.6em 0 .4em;border-bottom:2px solid var(--line)}h3{font-size:1.05em;margin:1.2em 0 .3em}
-.verdict{font-size:1.15em;font-weight:600;background:var(--panel);border-left:6px solid #0072B2;padding:.6em .8em;margin:.6em 0}
-.muted{color:var(--muted)}.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.grid{display:flex;flex-wrap:wrap;gap:16px}.grid>section{flex:1 1 520px;min-width:0}
-.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%;margin:.3em 0}th,td{padding:3px 6px;border-bottom:1px solid var(--line);vertical-align:top;text-align:left}
-th{font-weight:600;background:var(--panel)}td.name{word-break:break-all;min-width:14em}
-.swatch{display:inline-block;width:.9em;height:.9em;border:1px solid #333;margin-right:.35em;vertical-align:-1px}
-svg{width:100%;height:auto;display:block}svg text{font:11px system-ui,"DejaVu Sans",sans-serif;fill:#333}
-.finding{border:1px solid var(--line);border-radius:6px;padding:.5em .8em;margin:.6em 0}
-.fix{background:#eef6fb;padding:.4em .6em;border-radius:4px}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:.4em 0}dt{color:var(--muted)}dd{margin:0}
-@media (max-width:640px){body{padding:8px;font-size:14px}.hide-narrow{display:none}}
-@media print{body{max-width:none}.finding,section{break-inside:avoid}}
-</style>)";
+
 
 void legend(std::ostream& out, const std::array<uint64_t, analysis::kIdleCauseCount>& by_cause, uint64_t idle_ns) {
   out << "<div class=scroll><table><tr><th>cause</th><th class=num>idle</th><th class=num>of idle</th>"
@@ -96,8 +61,8 @@ void legend(std::ostream& out, const std::array<uint64_t, analysis::kIdleCauseCo
   for (std::size_t c = 0; c < analysis::kIdleCauseCount; ++c) {
     if (by_cause[c] == 0) continue;
     out << "<tr><td><span class=swatch style=\"background:" << kCauseColour[c] << "\"></span>" << causeName(c)
-        << "</td><td class=num>" << esc(formatDuration(by_cause[c])) << "</td><td class=num>"
-        << esc(formatPercent(ratio(double(by_cause[c]), double(idle_ns)))) << "</td><td class=hide-narrow>"
+        << "</td><td class=num>" << htmlText(formatDuration(by_cause[c])) << "</td><td class=num>"
+        << htmlText(formatPercent(ratio(double(by_cause[c]), double(idle_ns)))) << "</td><td class=hide-narrow>"
         << kCauseText[c] << "</td></tr>\n";
   }
   out << "</table></div>\n";
@@ -114,7 +79,7 @@ void causeBar(std::ostream& out, const std::array<uint64_t, analysis::kIdleCause
     if (w <= 0) continue;
     out << "<rect x=\"" << num(x) << "\" y=\"0\" width=\"" << num(w) << "\" height=\"" << kHeight << "\" fill=\""
         << kCauseColour[c] << "\" stroke=\"#fff\"><title>" << causeName(c) << ": "
-        << esc(formatDuration(by_cause[c])) << "</title></rect>";
+        << htmlText(formatDuration(by_cause[c])) << "</title></rect>";
     if (w > 90) out << "<text x=\"" << num(x + 5) << "\" y=\"19\">" << causeName(c) << "</text>";
     x += w;
   }
@@ -143,16 +108,16 @@ void gapHistogramPlot(std::ostream& out, const GapHistogram& gaps) {
     const double h = (kHeight - kBottom - kTop) * ratio(double(bucket.total_ns), double(most));
     const double x = double(i) * slot;
     out << "<rect x=\"" << num(x + 2) << "\" y=\"" << num(kHeight - kBottom - h) << "\" width=\"" << num(slot - 4)
-        << "\" height=\"" << num(h) << "\" fill=\"#0072B2\"><title>" << esc(formatCount(bucket.count)) << " gaps, "
-        << esc(formatDuration(bucket.total_ns)) << "</title></rect>";
+        << "\" height=\"" << num(h) << "\" fill=\"#0072B2\"><title>" << htmlText(formatCount(bucket.count)) << " gaps, "
+        << htmlText(formatDuration(bucket.total_ns)) << "</title></rect>";
     if (bucket.count) {
       out << "<text x=\"" << num(x + slot / 2) << "\" y=\"" << num(kHeight - kBottom - h - 3)
-          << "\" text-anchor=middle>" << esc(formatCount(bucket.count)) << "</text>";
+          << "\" text-anchor=middle>" << htmlText(formatCount(bucket.count)) << "</text>";
     }
     // Every other bucket's bound when they crowd: a label is some 40 units wide.
     if (slot >= 44 || (i % 2) == 0) {
       out << "<text x=\"" << num(x + slot / 2) << "\" y=\"" << num(kHeight - kBottom + 14) << "\" text-anchor=middle>"
-          << esc(formatDuration(GapHistogram::lowerNs(first + i))) << "</text>";
+          << htmlText(formatDuration(GapHistogram::lowerNs(first + i))) << "</text>";
     }
   }
   out << "<text x=\"0\" y=\"" << num(kHeight - 4) << "\">gap length (from); height: idle time in such gaps; "
@@ -161,7 +126,7 @@ void gapHistogramPlot(std::ostream& out, const GapHistogram& gaps) {
 
 void stepPlot(std::ostream& out, const analysis::StepStats& steps) {
   if (steps.timeline.size() < 2) {
-    out << "<p class=muted>" << (steps.steps ? "Too few steps to draw." : "No steps found: " + esc(steps.how))
+    out << "<p class=muted>" << (steps.steps ? "Too few steps to draw." : "No steps found: " + htmlText(steps.how))
         << "</p>\n";
     return;
   }
@@ -177,7 +142,7 @@ void stepPlot(std::ostream& out, const analysis::StepStats& steps) {
     const double value = double(most) * tick / 2.0;
     const double y = kTop + plot_h - plot_h * tick / 2.0;
     out << "<text x=\"" << kLeft - 6 << "\" y=\"" << num(y + 4) << "\" text-anchor=end>"
-        << esc(formatDuration(uint64_t(value))) << "</text>";
+        << htmlText(formatDuration(uint64_t(value))) << "</text>";
   }
   out << "<polyline fill=none stroke=\"#D55E00\" stroke-width=2 points=\"";
   for (std::size_t i = 0; i < n; ++i) {
@@ -187,9 +152,9 @@ void stepPlot(std::ostream& out, const analysis::StepStats& steps) {
   }
   out << "\"/><text x=\"" << kLeft << "\" y=\"" << kHeight - 6 << "\">step 1</text><text x=\"" << kWidth - 10
       << "\" y=\"" << kHeight - 6 << "\" text-anchor=end>step " << steps.steps << "</text></svg>\n";
-  out << "<p class=muted>" << esc(formatCount(steps.steps)) << " steps (" << esc(steps.how) << "); median "
-      << esc(formatDuration(steps.median_ns)) << ", p10 " << esc(formatDuration(steps.p10_ns)) << ", p90 "
-      << esc(formatDuration(steps.p90_ns));
+  out << "<p class=muted>" << htmlText(formatCount(steps.steps)) << " steps (" << htmlText(steps.how) << "); median "
+      << htmlText(formatDuration(steps.median_ns)) << ", p10 " << htmlText(formatDuration(steps.p10_ns)) << ", p90 "
+      << htmlText(formatDuration(steps.p90_ns));
   if (steps.timeline.front().steps > 1) out << "; each point the mean of " << steps.timeline.front().steps << " steps";
   out << ".</p>\n";
 }
@@ -208,7 +173,7 @@ void worstGapStrip(std::ostream& out, const DeviceAnalysis& d) {
     const double w = std::max(3.0, kWidth * double(gap.end_ns - gap.start_ns) / window);
     const std::size_t cause = dominantCause(gap);
     out << "<rect x=\"" << num(x) << "\" y=8 width=\"" << num(w) << "\" height=24 fill=\"" << kCauseColour[cause]
-        << "\" stroke=\"#333\"><title>gap " << i + 1 << ": " << esc(formatDuration(gap.end_ns - gap.start_ns)) << ", "
+        << "\" stroke=\"#333\"><title>gap " << i + 1 << ": " << htmlText(formatDuration(gap.end_ns - gap.start_ns)) << ", "
         << causeName(cause) << "</title></rect><text x=\"" << num(x + w / 2) << "\" y=44 text-anchor=middle>" << i + 1
         << "</text>";
   }
@@ -217,18 +182,18 @@ void worstGapStrip(std::ostream& out, const DeviceAnalysis& d) {
   for (std::size_t i = 0; i < d.longest_gaps.size(); ++i) {
     const analysis::IdleGap& gap = d.longest_gaps[i];
     const uint64_t length = gap.end_ns - gap.start_ns;
-    out << "<tr><td>" << i + 1 << "</td><td class=num>" << esc(formatDuration(length)) << "</td><td class=num>+"
-        << esc(formatDuration(gap.start_ns - d.window_start_ns)) << "</td><td>";
+    out << "<tr><td>" << i + 1 << "</td><td class=num>" << htmlText(formatDuration(length)) << "</td><td class=num>+"
+        << htmlText(formatDuration(gap.start_ns - d.window_start_ns)) << "</td><td>";
     bool first = true;
     for (std::size_t c = 0; c < analysis::kIdleCauseCount; ++c) {
       const double share = ratio(double(gap.by_cause_ns[c]), double(length));
       if (share < 0.01) continue;
       out << (first ? "" : ", ") << "<span class=swatch style=\"background:" << kCauseColour[c] << "\"></span>"
-          << causeName(c) << ' ' << esc(formatWholePercent(share));
+          << causeName(c) << ' ' << htmlText(formatWholePercent(share));
       first = false;
     }
     if (gap.after_sync) out << "; after a sync";
-    out << "</td><td class=\"name hide-narrow\">" << (gap.call.known ? esc(analysis::gapPlace(gap)) : "") << "</td></tr>\n";
+    out << "</td><td class=\"name hide-narrow\">" << (gap.call.known ? htmlText(analysis::gapPlace(gap)) : "") << "</td></tr>\n";
   }
   out << "</table></div>\n";
 }
@@ -244,12 +209,12 @@ void syncTable(std::ostream& out, const ProcessAnalysis& p) {
          "<th class=num>idle after</th><th>top call sites</th></tr>\n";
   for (const analysis::SyncTypeStats& s : p.sync_points) {
     if (s.count == 0) continue;
-    out << "<tr><td>" << esc(analysis::syncTypeLabel(s)) << "</td><td class=num>" << esc(formatCount(s.count))
-        << "</td><td class=num>" << esc(formatDuration(s.total_ns)) << "</td><td class=num>"
-        << esc(formatDuration(s.idle_after_ns)) << "</td><td class=name>";
+    out << "<tr><td>" << htmlText(analysis::syncTypeLabel(s)) << "</td><td class=num>" << htmlText(formatCount(s.count))
+        << "</td><td class=num>" << htmlText(formatDuration(s.total_ns)) << "</td><td class=num>"
+        << htmlText(formatDuration(s.idle_after_ns)) << "</td><td class=name>";
     for (const analysis::CallSite& site : s.top_call_sites) {
-      out << esc(site.name) << " <span class=muted>(" << esc(formatCount(site.count)) << ", idle after "
-          << esc(formatDuration(site.idle_after_ns)) << ")</span><br>";
+      out << htmlText(site.name) << " <span class=muted>(" << htmlText(formatCount(site.count)) << ", idle after "
+          << htmlText(formatDuration(site.idle_after_ns)) << ")</span><br>";
     }
     out << "</td></tr>\n";
   }
@@ -263,27 +228,27 @@ void findingsBlock(std::ostream& out, const std::vector<analysis::Finding>& find
   }
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const analysis::Finding& f = findings[i];
-    out << "<div class=finding><h3>" << i + 1 << ". " << esc(formatPercent(f.idle_share)) << " of idle "
-        << esc(f.title) << " <span class=muted>(" << esc(formatDuration(f.idle_ns)) << ")</span></h3><dl>";
-    for (const auto& [name, value] : f.evidence) out << "<dt>" << esc(name) << "</dt><dd>" << esc(value) << "</dd>";
-    if (!f.python_site.empty()) out << "<dt>at</dt><dd>" << esc(f.python_site) << "</dd>";
-    out << "</dl><div class=fix><strong>Fix:</strong> " << esc(f.fix) << "</div></div>\n";
+    out << "<div class=finding><h3>" << i + 1 << ". " << htmlText(formatPercent(f.idle_share)) << " of idle "
+        << htmlText(f.title) << " <span class=muted>(" << htmlText(formatDuration(f.idle_ns)) << ")</span></h3><dl>";
+    for (const auto& [name, value] : f.evidence) out << "<dt>" << htmlText(name) << "</dt><dd>" << htmlText(value) << "</dd>";
+    if (!f.python_site.empty()) out << "<dt>at</dt><dd>" << htmlText(f.python_site) << "</dd>";
+    out << "</dl><div class=fix><strong>Fix:</strong> " << htmlText(f.fix) << "</div></div>\n";
   }
 }
 
 void processBlock(std::ostream& out, const analysis::RunReport& content, std::size_t index) {
   const ProcessAnalysis& p = content.analysis.processes[index];
-  out << "<h2 id=\"p" << index << "\">" << esc(processLabel(p)) << " <span class=muted>"
-      << esc(index < content.files.size() ? content.files[index] : std::string()) << "</span></h2>\n";
-  out << "<div class=verdict>" << esc(analysis::verdict(p)) << "</div>\n";
+  out << "<h2 id=\"p" << index << "\">" << htmlText(processLabel(p)) << " <span class=muted>"
+      << htmlText(index < content.files.size() ? content.files[index] : std::string()) << "</span></h2>\n";
+  out << "<div class=verdict>" << htmlText(analysis::verdict(p)) << "</div>\n";
   if (!p.device_timeline) {
     out << "<p class=muted>No device timeline (symbol-only recording): host-side numbers only.</p>\n";
   }
   for (const DeviceAnalysis& d : p.devices) {
-    out << "<h3>GPU " << d.device << ": idle " << esc(formatPercent(d.idle_fraction)) << " of "
-        << esc(formatDuration(d.window_end_ns - d.window_start_ns)) << "</h3>\n<p class=muted>busy " << esc(formatDuration(d.busy_ns))
-        << ", idle " << esc(formatDuration(d.idle_ns)) << " in " << esc(formatCount(d.gaps.count())) << " gaps; "
-        << esc(formatCount(d.kernels)) << " kernels, " << esc(formatCount(d.memcpys)) << " copies.</p>\n";
+    out << "<h3>GPU " << d.device << ": idle " << htmlText(formatPercent(d.idle_fraction)) << " of "
+        << htmlText(formatDuration(d.window_end_ns - d.window_start_ns)) << "</h3>\n<p class=muted>busy " << htmlText(formatDuration(d.busy_ns))
+        << ", idle " << htmlText(formatDuration(d.idle_ns)) << " in " << htmlText(formatCount(d.gaps.count())) << " gaps; "
+        << htmlText(formatCount(d.kernels)) << " kernels, " << htmlText(formatCount(d.memcpys)) << " copies.</p>\n";
     out << "<div class=grid><section><h3>Idle by cause</h3>\n";
     causeBar(out, d.idle_by_cause_ns, d.idle_ns);
     legend(out, d.idle_by_cause_ns, d.idle_ns);
@@ -311,12 +276,12 @@ void rankTable(std::ostream& out, const analysis::AnalysisReport& report) {
     const analysis::RankWait* wait = nullptr;
     for (const analysis::RankWait& w : report.rank_waits)
       if (w.rank == rank) wait = &w;
-    out << "<tr><td><a href=\"#p" << i << "\">" << esc(processLabel(p)) << "</a></td><td class=num>"
-        << (p.device_timeline ? esc(formatPercent(s.idle_fraction)) : "-") << "</td><td>"
-        << (top ? esc(top->id) : "-") << "</td><td class=num>"
-        << (s.step_median_ns ? esc(formatDuration(s.step_median_ns)) : "-") << "</td><td class=num>"
-        << (wait ? esc(formatDuration(wait->waited_ns)) : "-") << "</td><td class=num>"
-        << (wait ? esc(formatDuration(wait->waited_for_ns)) : "-") << "</td></tr>\n";
+    out << "<tr><td><a href=\"#p" << i << "\">" << htmlText(processLabel(p)) << "</a></td><td class=num>"
+        << (p.device_timeline ? htmlText(formatPercent(s.idle_fraction)) : "-") << "</td><td>"
+        << (top ? htmlText(top->id) : "-") << "</td><td class=num>"
+        << (s.step_median_ns ? htmlText(formatDuration(s.step_median_ns)) : "-") << "</td><td class=num>"
+        << (wait ? htmlText(formatDuration(wait->waited_ns)) : "-") << "</td><td class=num>"
+        << (wait ? htmlText(formatDuration(wait->waited_for_ns)) : "-") << "</td></tr>\n";
   }
   out << "</table></div>\n";
   if (!report.findings.empty()) {
@@ -329,16 +294,14 @@ void rankTable(std::ostream& out, const analysis::AnalysisReport& report) {
 
 void writeHtmlReport(const analysis::RunReport& content, std::ostream& out) {
   const analysis::AnalysisReport& report = content.analysis;
-  out << "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-         "<meta name=viewport content=\"width=device-width,initial-scale=1\">"
-         "<title>gapwatch report</title>\n"
-      << kStyle << "</head><body>\n<h1>gapwatch report</h1>\n<p class=muted>gapwatch " << kLibraryVersion << ", "
+  writeHtmlHead(out, "gapwatch report");
+  out << "<h1>gapwatch report</h1>\n<p class=muted>gapwatch " << kLibraryVersion << ", "
       << report.processes.size() << (report.processes.size() == 1 ? " process" : " processes")
       << ". Every idle microsecond of each GPU's window is put to one cause (docs/analysis.md).</p>\n";
   if (report.processes.empty()) out << "<p>No recording could be read.</p>\n";
   if (report.processes.size() > 1) rankTable(out, report);
   for (std::size_t i = 0; i < report.processes.size(); ++i) processBlock(out, content, i);
-  out << "</body></html>\n";
+  writeHtmlTail(out);
 }
 
 }  // namespace gapwatch::cli

@@ -135,6 +135,26 @@ def main(argv):
         if "Ranks" not in text:
             failures.append("no rank table for a two-rank run")
 
+        # gapwatch diff --html: the same page rules, its verdict and what changed as `diff --json` says.
+        diff_page = os.path.join(work, "diff.html")
+        runs = [os.path.join(golden, "data-bound.gwt"), os.path.join(golden, "healthy.gwt")]
+        d = subprocess.run([gapwatch, "diff", "--html", diff_page] + runs, capture_output=True, text=True, timeout=HANG)
+        dj = subprocess.run([gapwatch, "diff", "--json"] + runs, capture_output=True, text=True, timeout=HANG)
+        if d.returncode != 0 or dj.returncode != 0:
+            failures.append("diff --html exited %d: %s" % (d.returncode, d.stderr))
+        else:
+            with open(diff_page, encoding="utf-8") as f:
+                diff_text = f.read()
+            document = json.loads(dj.stdout)
+            for pattern in (r"<script", r"\bsrc\s*=", r"<link\b", r"https?://"):
+                if re.search(pattern, diff_text, re.I):
+                    failures.append("the diff page fetches or runs something: %s" % pattern)
+            for line in [document["verdict"]] + document["changes"][1:]:
+                if html.escape(line, quote=True).replace("&#x27;", "&#39;") not in diff_text:
+                    failures.append("the diff page lacks %r" % line)
+            if "<svg" not in diff_text:
+                failures.append("the diff page has no chart")
+
         # An unwritable destination: one line, exit 4, nothing half-written.
         bad = subprocess.run([gapwatch, "report", "--html", os.path.join(work, "missing", "r.html"), recordings[0]],
                              capture_output=True, text=True, timeout=HANG)
@@ -161,6 +181,17 @@ def main(argv):
                     os.makedirs(shots, exist_ok=True)
                     shutil.copy(png, os.path.join(shots, "report-nccl-bound-%s.png" % label))
                 print("%s: %dx%d, %.0f%% ink" % (label, w, h, 100 * ink))
+            if os.path.exists(diff_page):
+                png = os.path.join(work, "diff.png")
+                log = render(browser, diff_page, png, 1280, 1800, work)
+                if [l for l in log.splitlines() if "CONSOLE" in l]:
+                    failures.append("diff page: console messages")
+                _, _, rows = png_pixels(png)
+                pixels = [px for row in rows[::4] for px in row[::4]]
+                if sum(1 for px in pixels if all(abs(a - b) <= 6 for a, b in zip(px, NCCL_BLUE))) < 20:
+                    failures.append("diff page: run B's bars are not drawn")
+                if shots:
+                    shutil.copy(png, os.path.join(shots, "diff-data-bound-vs-healthy.png"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for f in failures:
