@@ -94,13 +94,20 @@ void JsonTraceWriter::slice(const Slice& slice) {
   const auto found = places_.find(slice.track);
   if (found == places_.end()) return;  // a track this flavour does not write
   const Place& place = found->second;
+  const bool device_work = place.kind == TrackKind::kDeviceStream;
+  // HTA rounds a start up and an end down to whole microseconds: a zero-length record (a 4-byte
+  // copy) that starts inside a microsecond gets a negative duration there, and HTA's temporal
+  // breakdown fails an assertion. Kineto only: such a record starts at its whole microsecond (it
+  // is no device activity, so no busy time moves).
+  uint64_t start_ns = slice.start_ns;
+  if (flavour_ == JsonFlavour::kKineto && device_work && slice.end_ns == slice.start_ns) start_ns -= start_ns % 1000;
   line_.clear();
   line_ += "{\"ph\": \"X\", \"cat\": \"";
   line_ += sliceCategoryName(slice.category);
   line_ += "\", \"name\": ";
   appendEscaped(line_, slice.name);
   line_ += ", \"pid\": " + std::to_string(place.pid) + ", \"tid\": " + std::to_string(place.tid) + ", \"ts\": ";
-  appendMicros(line_, slice.start_ns);
+  appendMicros(line_, start_ns);
   line_ += ", \"dur\": ";
   appendMicros(line_, slice.end_ns - slice.start_ns);
   line_ += ", \"args\": {";
@@ -111,7 +118,6 @@ void JsonTraceWriter::slice(const Slice& slice) {
     appendEscaped(line_, name);
     line_ += ": ";
   };
-  const bool device_work = place.kind == TrackKind::kDeviceStream;
   if (device_work) {
     arg("device");
     line_ += std::to_string(slice.device);

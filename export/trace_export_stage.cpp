@@ -6,6 +6,7 @@
 #include "reader/enum_labels.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace gapwatch::exporter {
@@ -107,7 +108,7 @@ const char* sliceCategoryName(SliceCategory category) {
     case SliceCategory::kKernel: return "kernel";
     case SliceCategory::kMemcpy: return "gpu_memcpy";
     case SliceCategory::kMemset: return "gpu_memset";
-    case SliceCategory::kNccl: return "nccl";
+    case SliceCategory::kNccl: return "user_annotation";
     case SliceCategory::kHostOp: return "cpu_op";
     case SliceCategory::kHostAnnotation: return "user_annotation";
     case SliceCategory::kInputPipeline: return "input_pipeline";
@@ -267,7 +268,12 @@ void TraceExportStage::onNcclCall(const NcclCallEvent& call) {
   slice.track = trackFor(TrackKind::kHostThread, call.thread_id, 0);
   slice.start_ns = call.start_ns;
   slice.end_ns = std::max(call.end_ns, call.start_ns);
-  slice.name = "nccl " + enumLabel(call.op);
+  // c10d's annotation of a collective ("nccl:all_reduce"): how a PyTorch profiler trace shows an
+  // NCCL call, so the Kineto reader takes it back as one.
+  std::string op = enumLabel(call.op);
+  if (op.rfind("NCCL_OP_", 0) == 0) op = op.substr(8);
+  for (char& c : op) c = char(std::tolower(static_cast<unsigned char>(c)));
+  slice.name = "nccl:" + op;
   slice.category = SliceCategory::kNccl;
   slice.stream = call.stream;
   slice.args.push_back(number("bytes", call.bytes));

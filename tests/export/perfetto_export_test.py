@@ -1,0 +1,52 @@
+"""gapwatch export --format perfetto of every shipped scenario (examples/scenarios/*.json, recorded
+on the simulated CUDA stack) parses packet by packet against Perfetto's own schema (the PyPI
+package `perfetto`, installed into <build>/perfetto-venv; skipped, exit 77, when it cannot be),
+every track and slice is well formed (declared tracks, balanced slices, time never going back on a
+track, every flow started once and ended once), and the busy time, kernel count and idle time
+recomputed from the packets equal gapwatch report --json's, per input file and device."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_trace  # noqa: E402
+
+PYTHON = None
+
+
+class PerfettoExportTest(unittest.TestCase):
+    def test_every_scenario(self):
+        scenarios = export_trace.scenarios()
+        self.assertTrue(scenarios, "no scenarios in examples/scenarios")
+        for scenario in scenarios:
+            name = os.path.basename(scenario)[:-len(".json")]
+            with self.subTest(scenario=name), tempfile.TemporaryDirectory() as workdir:
+                recordings = export_trace.record(scenario, workdir)
+                self.assertTrue(recordings, "%s: no recording" % name)
+                expected = export_trace.report_numbers(export_trace.report(recordings))
+                trace = os.path.join(workdir, name + ".pftrace")
+                export_trace.export(recordings, "perfetto", trace)
+                check = subprocess.run([PYTHON, os.path.join(os.path.dirname(__file__), "perfetto_check.py"), trace,
+                                        *[os.path.basename(r) for r in recordings]],
+                                       capture_output=True, text=True, timeout=600)
+                self.assertIn(check.returncode, (0, 1), "%s: perfetto_check failed: %s" % (name, check.stderr))
+                import json
+                found = json.loads(check.stdout)
+                self.assertEqual(found["problems"], [], "%s: the trace is not well formed" % name)
+                for (file, device), numbers in expected.items():
+                    key = "%s/%d" % (file, device)
+                    self.assertEqual(found["busy_ns"].get(key, 0), numbers["busy_ns"], "%s %s: busy" % (name, key))
+                    self.assertEqual(found["kernels"].get(key, 0), numbers["kernels"], "%s %s: kernels" % (name, key))
+                    self.assertEqual(found["idle_ns"].get(key, 0), numbers["idle_ns"], "%s %s: idle" % (name, key))
+                self.assertGreater(found["flows"], 0, "%s: no launch-to-kernel flow" % name)
+
+
+if __name__ == "__main__":
+    PYTHON = export_trace.perfetto_python()
+    if PYTHON is None:
+        print("SKIP: Perfetto's trace schema (PyPI package perfetto) could not be installed")
+        sys.exit(export_trace.SKIP)
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
