@@ -13,9 +13,10 @@ namespace gapwatch::exporter {
 
 namespace {
 
-// A launch whose work has not come after this long is taken as dropped: its flow is forgotten (no
-// flow end is ever written without its start, and the set stays bounded).
-constexpr uint64_t kFlowExpiryNs = 60'000'000'000ull;
+// A launch whose work has not started this long after it is taken as dropped: its flow is
+// forgotten (no flow end is ever written without its start, and memory stays bounded by the
+// launches of this much recording time). Work queued deeper than this loses its arrow, nothing else.
+constexpr uint64_t kFlowExpiryNs = 5'000'000'000ull;
 
 bool queuesWork(v1::ApiKind kind) {
   switch (kind) {
@@ -190,8 +191,15 @@ uint64_t TraceExportStage::flowId(uint64_t correlation_id) const {
 }
 
 void TraceExportStage::expireFlows(uint64_t now_ns) {
-  while (!pending_by_time_.empty() && pending_by_time_.front().first + kFlowExpiryNs < now_ns) {
-    pending_flows_.erase(pending_by_time_.front().second);
+  // Launches in launch order: those whose work came are gone from the set and leave as soon as
+  // they reach the front; one whose work never came leaves after kFlowExpiryNs, so a dropped
+  // record holds the ones behind it for that long at most.
+  while (!pending_by_time_.empty()) {
+    const auto [entered_ns, correlation_id] = pending_by_time_.front();
+    if (pending_flows_.count(correlation_id) != 0) {
+      if (entered_ns + kFlowExpiryNs >= now_ns) break;
+      pending_flows_.erase(correlation_id);
+    }
     pending_by_time_.pop_front();
   }
 }
@@ -259,6 +267,7 @@ void TraceExportStage::onActivity(const DeviceActivityEvent& activity) {
   slice.device = activity.device;
   slice.args.push_back(number("correlation", activity.correlation_id));
   if (pending_flows_.erase(activity.correlation_id) > 0) slice.flow_in = flowId(activity.correlation_id);
+  expireFlows(activity.start_ns);
   sink_.slice(slice);
 }
 

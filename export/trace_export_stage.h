@@ -49,8 +49,8 @@ class TraceExportStage final : public analysis::AnalysisStage {
   // A gap the device idle stage closed.
   void onGap(uint32_t device, const analysis::IdleGap& gap);
 
-  // Flows started whose work has not arrived yet (bounded: tests check it).
-  std::size_t pendingFlows() const { return pending_flows_.size(); }
+  // Launches held for their flow (bounded by the launches of kFlowExpiryNs of recording time).
+  std::size_t pendingFlows() const { return pending_by_time_.size(); }
 
  private:
   void ensureProcess();
