@@ -1,7 +1,8 @@
 """gapwatch export --format chrome of every shipped single-process scenario, read back by gapwatch
 report (its Kineto reader reads the Chrome trace JSON), gives the numbers the recording gave: per
 device busy time, kernel, copy and memset counts, idle time and its split by cause, gap count.
-Written plain (.json) and compressed (.json.gz). Also: the file is JSON with a traceEvents array
+Written plain (.json) and compressed (.json.gz). The same for the real PyTorch profiler traces of
+../shared/data/kineto (GAPWATCH_KINETO_DATA), where present: a trace exported and read back. Also: the file is JSON with a traceEvents array
 whose complete events all have a non-negative duration, and bad input gives one line and exit 2."""
 import gzip
 import json
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_trace  # noqa: E402
 import gwtest  # noqa: E402
 
+KINETO_DATA = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(gwtest.REPO, "..", "shared", "data", "kineto")
 DEVICE_NUMBERS = ("busy_ns", "kernels", "memcpys", "memsets", "idle_ns", "idle_by_cause", "gap_count", "window_ns")
 
 
@@ -45,6 +47,19 @@ class ChromeExportTest(unittest.TestCase):
                                         all(v["idle_ns"] == 0 for v in expected.values()), "%s: no gaps" % trace)
                         got = device_numbers(export_trace.report([trace]))
                         self.assertEqual(got, expected, "%s read back" % trace)
+
+    def test_real_kineto_traces_read_back(self):
+        import glob
+        traces = sorted(glob.glob(os.path.join(KINETO_DATA, "*.json.gz")))
+        if not traces:
+            self.skipTest("no Kineto traces in %s" % KINETO_DATA)
+        for trace in traces:
+            name = os.path.basename(trace)
+            with self.subTest(trace=name), tempfile.TemporaryDirectory() as workdir:
+                exported = os.path.join(workdir, name)
+                export_trace.export([trace], "chrome", exported)
+                self.assertEqual(device_numbers(export_trace.report([exported])),
+                                 device_numbers(export_trace.report([trace])), "%s read back" % name)
 
     def test_bad_input_is_one_line(self):
         with tempfile.TemporaryDirectory() as workdir:
