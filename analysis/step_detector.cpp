@@ -74,6 +74,7 @@ void StepDetectorStage::StepSeries::end(uint64_t time_ns, uint64_t busy_ns) {
   if (count_on_end) ++steps;
   if (time_ns <= open_ns) return;
   const uint64_t length_ns = time_ns - open_ns;
+  if (listener && *listener) (*listener)(detected, open_ns, time_ns);
   durations.add(length_ns);
   idle_ppm.add(idlePpm(length_ns, busy_ns >= open_busy_ns ? busy_ns - open_busy_ns : 0));
 }
@@ -84,6 +85,9 @@ StepDetectorStage::StepDetectorStage(const AnalysisOptions& /*options*/, StepDet
     : options_(step_options) {
   options_.learning_kernels = std::max<std::size_t>(options_.learning_kernels, 16);
   options_.min_repetitions = std::max<std::size_t>(options_.min_repetitions, 2);
+  marker_steps_.listener = &step_listener_;
+  detected_steps_.listener = &step_listener_;
+  detected_steps_.detected = true;
   startLearning();
 }
 

@@ -48,6 +48,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <queue>
 #include <string>
@@ -80,6 +81,12 @@ class StepDetectorStage final : public AnalysisStage {
 
   const StepStats& stats() const { return stats_; }
 
+  // Hears every complete step as it is delimited: by markers (`detected` false) or found in the
+  // kernels or sync points (`detected` true). Per kind in time order, except that a stretch learnt
+  // again may repeat times already heard (a listener that draws steps keeps them ordered).
+  using StepListener = std::function<void(bool detected, uint64_t start_ns, uint64_t end_ns)>;
+  void setStepListener(StepListener listener) { step_listener_ = std::move(listener); }
+
  private:
   static constexpr std::size_t kMaxContext = 4;  // names in a step-start pattern
   static constexpr uint32_t kNoName = UINT32_MAX;  // before the first kernel: matches anything
@@ -93,6 +100,8 @@ class StepDetectorStage final : public AnalysisStage {
     uint64_t open_ns = 0, open_busy_ns = 0;
     DurationPercentiles durations;
     DurationPercentiles idle_ppm;  // idle fraction x 1e6
+    const StepListener* listener = nullptr;  // hears each complete step
+    bool detected = false;                   // what the listener is told
     void begin(uint64_t time_ns, uint64_t busy_ns);  // opens a step (closing the open one)
     void end(uint64_t time_ns, uint64_t busy_ns);    // closes the open step
   };
@@ -130,6 +139,7 @@ class StepDetectorStage final : public AnalysisStage {
   uint64_t now_ns_ = 0;  // the latest event time seen
 
   // Markers.
+  StepListener step_listener_;
   StepSeries marker_steps_;
   bool saw_step_markers_ = false;
   std::unordered_map<uint32_t, std::vector<bool>> range_stacks_;  // per thread: is it a ProfilerStep

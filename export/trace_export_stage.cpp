@@ -2,6 +2,7 @@
 #include "export/trace_export_stage.h"
 
 #include "analysis/device_idle.h"
+#include "analysis/step_detector.h"
 #include "analysis/sync_points.h"
 #include "reader/enum_labels.h"
 
@@ -134,6 +135,10 @@ TraceExportStage& TraceExportStage::attach(analysis::AnalysisPipeline& pipeline,
   if (auto* idle = pipeline.findStage<analysis::DeviceIdleStage>()) {
     idle->setGapListener([&stage](uint32_t device, const analysis::IdleGap& gap) { stage.onGap(device, gap); });
   }
+  if (auto* steps = pipeline.findStage<analysis::StepDetectorStage>()) {
+    steps->setStepListener(
+        [&stage](bool detected, uint64_t start_ns, uint64_t end_ns) { stage.onStep(detected, start_ns, end_ns); });
+  }
   return stage;
 }
 
@@ -172,7 +177,7 @@ uint64_t TraceExportStage::trackFor(TrackKind kind, uint64_t id, uint32_t device
       break;
     case TrackKind::kIdleGaps: info.name = "GPU " + std::to_string(device) + " idle gaps"; break;
     case TrackKind::kSyncPoints: info.name = "sync points"; break;
-    case TrackKind::kSteps: info.name = "steps"; break;
+    case TrackKind::kSteps: info.name = id == 0 ? "steps" : "steps (detected)"; break;
   }
   tracks_.emplace(key, info.uuid);
   sink_.track(info);
@@ -304,25 +309,21 @@ void TraceExportStage::onHostRange(const HostRangeEvent& range) {
   sink_.slice(slice);
 }
 
-void TraceExportStage::onMarker(const MarkerEvent& marker) {
-  last_time_ns_ = std::max(last_time_ns_, marker.time_ns);
-  if (marker.kind != v1::MARKER_KIND_STEP_BEGIN && marker.kind != v1::MARKER_KIND_STEP_END) return;
-  // A step runs from its begin to its end, or to the next begin (step_detector.h, "markers").
-  if (step_open_) {
-    Slice slice;
-    slice.track = trackFor(TrackKind::kSteps, 0, 0);
-    slice.start_ns = step_start_ns_;
-    slice.end_ns = std::max(marker.time_ns, step_start_ns_);
-    slice.name = "ProfilerStep#" + std::to_string(step_number_);
-    slice.category = SliceCategory::kStep;
-    sink_.slice(slice);
-    step_open_ = false;
-  }
-  if (marker.kind == v1::MARKER_KIND_STEP_BEGIN) {
-    step_open_ = true;
-    step_start_ns_ = marker.time_ns;
-    step_number_ = marker.step;
-  }
+void TraceExportStage::onMarker(const MarkerEvent& marker) { last_time_ns_ = std::max(last_time_ns_, marker.time_ns); }
+
+void TraceExportStage::onStep(bool detected, uint64_t start_ns, uint64_t end_ns) {
+  // A stretch the step detector learnt again may repeat steps already drawn: a track's slices must
+  // not go back in time, so those are left out.
+  StepTrack& steps = steps_[detected ? 1 : 0];
+  if (start_ns < steps.last_end_ns) return;
+  steps.last_end_ns = end_ns;
+  Slice slice;
+  slice.track = trackFor(TrackKind::kSteps, detected ? 1 : 0, 0);
+  slice.start_ns = start_ns;
+  slice.end_ns = end_ns;
+  slice.name = "ProfilerStep#" + std::to_string(steps.next_number++);
+  slice.category = SliceCategory::kStep;
+  sink_.slice(slice);
 }
 
 void TraceExportStage::onGap(uint32_t device, const analysis::IdleGap& gap) {
@@ -349,19 +350,6 @@ void TraceExportStage::onGap(uint32_t device, const analysis::IdleGap& gap) {
   sink_.slice(slice);
 }
 
-void TraceExportStage::finish() {
-  ensureProcess();
-  if (step_open_) {
-    // The last step's end is never seen (step_detector.h): drawn up to the last event.
-    Slice slice;
-    slice.track = trackFor(TrackKind::kSteps, 0, 0);
-    slice.start_ns = step_start_ns_;
-    slice.end_ns = std::max(last_time_ns_, step_start_ns_);
-    slice.name = "ProfilerStep#" + std::to_string(step_number_);
-    slice.category = SliceCategory::kStep;
-    sink_.slice(slice);
-    step_open_ = false;
-  }
-}
+void TraceExportStage::finish() { ensureProcess(); }
 
 }  // namespace gapwatch::exporter

@@ -6,9 +6,12 @@
 // device stream (kernels, copies, memsets), a track per device with its idle gaps, each gap named
 // by its cause as the device idle stage attributes it (the cause with the most of its time;
 // every cause's share is in the gap's arguments), a track of sync points (the host calls that
-// waited for the device, named by their kind) and a track of steps (from step markers). A launch
+// waited for the device, named by their kind) and the steps as the report's step detector
+// delimits them: "steps" from markers, "steps (detected)" from the kernels or sync points (both
+// where both exist; the report uses the markers then). A launch
 // (kernel, copy, memset or graph launch call) and the work it queued share a flow id.
-// Put the stage after addStandardStages: it listens to the DeviceIdleStage for the gaps.
+// Put the stage after addStandardStages: it listens to the DeviceIdleStage for the gaps and to the
+// StepDetectorStage for the steps.
 #pragma once
 
 #include "analysis/analysis_pipeline.h"
@@ -48,6 +51,8 @@ class TraceExportStage final : public analysis::AnalysisStage {
 
   // A gap the device idle stage closed.
   void onGap(uint32_t device, const analysis::IdleGap& gap);
+  // A complete step the step detector delimited (by markers, or detected).
+  void onStep(bool detected, uint64_t start_ns, uint64_t end_ns);
 
   // Launches held for their flow (bounded by the launches of kFlowExpiryNs of recording time).
   std::size_t pendingFlows() const { return pending_by_time_.size(); }
@@ -73,10 +78,12 @@ class TraceExportStage final : public analysis::AnalysisStage {
   // whose work was dropped leaves the set after a while instead of staying forever.
   std::unordered_set<uint64_t> pending_flows_;
   std::deque<std::pair<uint64_t, uint64_t>> pending_by_time_;  // (entry ns, correlation id)
-  // The open step (step markers): its start and number.
-  bool step_open_ = false;
-  uint64_t step_start_ns_ = 0;
-  uint64_t step_number_ = 0;
+  // Per steps track (markers, detected): the last step's end and the next step's number.
+  struct StepTrack {
+    uint64_t last_end_ns = 0;
+    uint64_t next_number = 1;
+  };
+  StepTrack steps_[2];
   uint64_t last_time_ns_ = 0;
 };
 
