@@ -13,7 +13,8 @@ import gwtest  # noqa: E402
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 PERFETTO_VENV = os.path.join(gwtest.BUILD, "perfetto-venv")
-DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+# Pinned, so that a schema change in a later Perfetto release shows up as a change of these lines.
+PERFETTO_PACKAGES = ("perfetto==0.59.1", "protobuf==7.36.2")
 
 
 def scenarios():
@@ -57,24 +58,12 @@ def perfetto_python():
         return None
     # A bounded wait: an offline machine must not hang the test.
     pip = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--retries", "1",
-                          "--timeout", "15", "perfetto", "protobuf"], capture_output=True, text=True, timeout=600)
+                          "--timeout", "15", *PERFETTO_PACKAGES], capture_output=True, text=True, timeout=600)
     if pip.returncode != 0 or subprocess.run(probe, capture_output=True).returncode != 0:
         print("cannot install the PyPI package perfetto into %s: %s" % (PERFETTO_VENV,
                                                                        (pip.stderr.strip().splitlines() or [""])[-1]))
         return None
     return python
-
-
-def union_ns(intervals):
-    total, end = 0, None
-    for a, b in sorted(intervals):
-        if end is None or a > end:
-            total += b - a
-            end = b
-        elif b > end:
-            total += b - end
-            end = b
-    return total
 
 
 def report_numbers(doc):
