@@ -122,16 +122,18 @@ const char* sliceCategoryName(SliceCategory category) {
   return "other";
 }
 
-TraceExportStage::TraceExportStage(TraceSink& sink, uint32_t process_index, std::string fallback_name)
-    : sink_(sink), process_index_(process_index), fallback_name_(std::move(fallback_name)) {
+TraceExportStage::TraceExportStage(TraceSink& sink, uint32_t process_index, std::string fallback_name,
+                                   std::set<uint32_t>* used_pids)
+    : sink_(sink), process_index_(process_index), fallback_name_(std::move(fallback_name)), used_pids_(used_pids) {
   // Uuids: the process index in the high bits, a per-process counter below (ids such as stream
   // handles are 64-bit, so they are numbered, not packed).
   process_uuid_ = (uint64_t(process_index_) + 1) << 32;
 }
 
 TraceExportStage& TraceExportStage::attach(analysis::AnalysisPipeline& pipeline, TraceSink& sink,
-                                           uint32_t process_index, std::string fallback_name) {
-  auto& stage = pipeline.emplaceStage<TraceExportStage>(sink, process_index, std::move(fallback_name));
+                                           uint32_t process_index, std::string fallback_name,
+                                           std::set<uint32_t>* used_pids) {
+  auto& stage = pipeline.emplaceStage<TraceExportStage>(sink, process_index, std::move(fallback_name), used_pids);
   if (auto* idle = pipeline.findStage<analysis::DeviceIdleStage>()) {
     idle->setGapListener([&stage](uint32_t device, const analysis::IdleGap& gap) { stage.onGap(device, gap); });
   }
@@ -150,9 +152,11 @@ void TraceExportStage::begin(const analysis::RecordingFacts& facts) {
 void TraceExportStage::ensureProcess() {
   if (process_written_) return;
   process_written_ = true;
-  // Perfetto keys threads by (pid, tid): two ranks with one pid (two hosts) must not merge, so the
-  // pid is made unique with the process index when the recording gives none.
-  pid_ = facts_.pid != 0 ? facts_.pid : process_index_ + 1;
+  // Perfetto and Chrome key threads by (pid, tid): two ranks with one pid (two hosts) must not
+  // merge, so a pid taken already, or none, becomes one above any Linux pid (2^22).
+  pid_ = facts_.pid;
+  if (pid_ == 0 || (used_pids_ && used_pids_->count(pid_) != 0)) pid_ = (1u << 22) + process_index_;
+  if (used_pids_) used_pids_->insert(pid_);
   std::string name = facts_.rank >= 0 ? "rank " + std::to_string(facts_.rank) : fallback_name_;
   if (!facts_.host.empty()) name += " (" + facts_.host + ")";
   sink_.process(process_uuid_, pid_, facts_.rank, name);

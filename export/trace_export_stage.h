@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -31,13 +32,15 @@ class TraceExportStage final : public analysis::AnalysisStage {
  public:
   // `process_index`: this process's place in the export (one per input file), which keeps track
   // uuids and flow ids apart between processes. `fallback_name`: the process's name when its
-  // recording gives no rank (the input file).
-  TraceExportStage(TraceSink& sink, uint32_t process_index, std::string fallback_name);
+  // recording gives no rank (the input file). `used_pids` (optional, shared by the processes of one
+  // export) keeps pids apart: two ranks on two hosts may have the same one.
+  TraceExportStage(TraceSink& sink, uint32_t process_index, std::string fallback_name,
+                   std::set<uint32_t>* used_pids = nullptr);
 
   // Adds the stage to `pipeline` (after its standard stages) and hears the gaps of its device
   // idle stage.
   static TraceExportStage& attach(analysis::AnalysisPipeline& pipeline, TraceSink& sink, uint32_t process_index,
-                                  std::string fallback_name);
+                                  std::string fallback_name, std::set<uint32_t>* used_pids = nullptr);
 
   void begin(const analysis::RecordingFacts& facts) override;
   void setStrings(const StringTable* strings) override { strings_ = strings; }
@@ -67,6 +70,7 @@ class TraceExportStage final : public analysis::AnalysisStage {
   TraceSink& sink_;
   uint32_t process_index_;
   std::string fallback_name_;
+  std::set<uint32_t>* used_pids_;
   analysis::RecordingFacts facts_;
   const StringTable* strings_ = nullptr;
   bool process_written_ = false;

@@ -80,6 +80,8 @@ def main():
             if d.uuid in tracks or d.uuid in processes:
                 problems.append("packet %d: track uuid %d declared twice" % (count, d.uuid))
             if d.HasField("process"):
+                if d.process.pid in processes.values():
+                    problems.append("packet %d: two processes with pid %d" % (count, d.process.pid))
                 processes[d.uuid] = d.process.pid
                 continue
             if d.HasField("thread"):

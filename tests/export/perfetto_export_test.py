@@ -32,6 +32,14 @@ class PerfettoExportTest(unittest.TestCase):
                 self.assertTrue(recordings, "%s: no recording" % name)
                 self.check_export(name, recordings, workdir)
 
+    def test_one_recording_twice_is_two_processes(self):
+        # Two ranks with one pid (two hosts) must stay two processes: here the same file twice.
+        with tempfile.TemporaryDirectory() as workdir:
+            recording = export_trace.record(os.path.join(export_trace.gwtest.SCENARIOS, "healthy.json"), workdir)[0]
+            twice = os.path.join(workdir, "twice.gwt")
+            os.symlink(recording, twice)
+            self.check_export("twice", [recording, twice], workdir)
+
     def test_real_kineto_traces(self):
         traces = sorted(glob.glob(os.path.join(KINETO_DATA, "*.json.gz")))
         if not traces:
