@@ -75,6 +75,9 @@ void AnalysisPipeline::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
   // lists no probes at all (an old or partial recorder) is given the benefit of the doubt.
   facts_.device_timeline = hello.probes_size() == 0 || hasProbe(hello, v1::PROBE_CUPTI_ACTIVITY);
   facts_.kineto_trace = hello.source() == v1::STREAM_SOURCE_KINETO_TRACE;
+  facts_.pid = hello.pid();
+  facts_.rank = hello.has_rank() ? hello.rank() : -1;
+  facts_.host = hello.host();
   // A trace begins with the profiler's window, not with the process: its first event is no start.
   facts_.process_start_ns = facts_.kineto_trace              ? 0
                             : hello.process_start_ns() != 0 ? hello.process_start_ns()

@@ -49,6 +49,15 @@ class AnalysisPipeline final : public RecordingVisitor {
     return static_cast<Stage&>(addStage(std::make_unique<Stage>(std::forward<Args>(args)...)));
   }
 
+  // The first stage of type Stage (added by addStandardStages or by the caller), or nullptr.
+  template <typename Stage>
+  Stage* findStage() const {
+    for (const auto& stage : stages_) {
+      if (auto* found = dynamic_cast<Stage*>(stage.get())) return found;
+    }
+    return nullptr;
+  }
+
   void onHello(const v1::Hello& hello, uint64_t offset) override;
   // The rank, learnt after the events, of a stream whose Hello had none (ProcessAnalyser::noteLateRank).
   void noteLateRank(int32_t rank, std::optional<int32_t> world_size);

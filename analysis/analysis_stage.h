@@ -9,6 +9,8 @@
 #include "analysis/analysis_result.h"
 #include "analysis/time_ordered_consumer.h"
 
+#include <string>
+
 namespace gapwatch::analysis {
 
 // What the pipeline knows about the recording before any event arrives (from Hello), so stages
@@ -17,6 +19,10 @@ struct RecordingFacts {
   bool device_timeline = true;       // Hello.probes includes cupti_activity
   uint64_t process_start_ns = 0;     // Hello's start time on the recording clock (0 if unknown)
   bool kineto_trace = false;         // Hello.source: a PyTorch profiler trace (no process start)
+  // Who the process was (Hello), for stages that name it (an exporter); rank -1 = not given.
+  uint32_t pid = 0;
+  int32_t rank = -1;
+  std::string host;
 };
 
 class AnalysisStage : public TimeOrderedConsumer {

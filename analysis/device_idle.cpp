@@ -242,6 +242,7 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
   } else if (gap.by_cause_ns[causeIndex(IdleCause::kLaunchOverhead)] > 0) {
     ++r.launch_overhead_short_gaps;
   }
+  if (gap_listener_) gap_listener_(device.result.device, gap);
   if (length >= options_.min_gap_ns && wouldKeep(device, gap)) {
     noteNeighbours(device, gap, next, next_call);
     keepLongest(device, gap);

@@ -50,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -98,6 +99,12 @@ class DeviceIdleStage final : public AnalysisStage {
 
   // Calls held for attribution right now (tests check that this stays bounded).
   std::size_t heldCalls() const;
+
+  // Hears every gap as it closes (device, the gap with its causes and after_sync; no neighbours),
+  // in time order per device: an exporter draws the gaps as the report attributes them without a
+  // second attribution of its own.
+  using GapListener = std::function<void(uint32_t device, const IdleGap& gap)>;
+  void setGapListener(GapListener listener) { gap_listener_ = std::move(listener); }
 
  private:
   struct CallSpan {
@@ -241,6 +248,7 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t gaps = 0, host_cpu_ns = 0;
   };
   std::unordered_map<uint32_t, std::unordered_map<uint32_t, ReturnTotals>> long_gap_returns_;  // device -> stack id
+  GapListener gap_listener_;
   uint64_t now_ns_ = 0;  // the latest time released to this stage
   uint64_t events_since_prune_ = 0;
 };

@@ -83,10 +83,13 @@ RunReport RunAnalysis::finish() {
 }
 
 RunReport analyseRecordingFiles(const std::vector<std::string>& files, const AnalysisOptions& options,
-                                const std::function<void(const std::string&, const ReadResult&)>& on_read) {
+                                const std::function<void(const std::string&, const ReadResult&)>& on_read,
+                                const std::function<void(std::size_t index, ProcessAnalyser&)>& prepare) {
   RunAnalysis run(options);
-  for (const std::string& file : files) {
+  for (std::size_t index = 0; index < files.size(); ++index) {
+    const std::string& file = files[index];
     ProcessAnalyser process(options);
+    if (prepare) prepare(index, process);
     if (fileLooksLikeKinetoTrace(file)) {
       // A PyTorch profiler trace, recognised by content (reader/kineto_trace.h): the same analysis.
       // The stages keep a pointer to the trace's string table and resolve names until they finish

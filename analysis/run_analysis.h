@@ -74,6 +74,9 @@ class ProcessAnalyser final : public RecordingVisitor {
   // KinetoReadResult::late_rank), for a Hello that had none. Before finish().
   void noteLateRank(int32_t rank, std::optional<int32_t> world_size);
 
+  // The engine, for a caller that adds a stage of its own (an exporter) before the first frame.
+  AnalysisPipeline& pipeline() { return pipeline_; }
+
   // While the stream goes on: AnalysisPipeline::snapshot() (no diagnosis, no hang).
   ProcessAnalysis snapshot() const { return pipeline_.snapshot(); }
 
@@ -107,7 +110,9 @@ class RunAnalysis {
 // Reads and analyses each file in one pass, in order, then the run. A Kineto trace (gzip magic, or
 // a JSON object) goes through readKinetoTraceFile; anything else through readRecordingFile. `on_read` (optional) hears how
 // each file's read went, as soon as it has been read.
+// `prepare` (optional) sees each file's ProcessAnalyser before its first frame (to add a stage).
 RunReport analyseRecordingFiles(const std::vector<std::string>& files, const AnalysisOptions& options,
-                                const std::function<void(const std::string&, const ReadResult&)>& on_read = {});
+                                const std::function<void(const std::string&, const ReadResult&)>& on_read = {},
+                                const std::function<void(std::size_t index, ProcessAnalyser&)>& prepare = {});
 
 }  // namespace gapwatch::analysis

@@ -81,6 +81,7 @@ void StepDetectorStage::StepSeries::end(uint64_t time_ns, uint64_t busy_ns) {
   if (count_on_end) ++steps;
   if (time_ns <= open_ns) return;
   const uint64_t length_ns = time_ns - open_ns;
+  if (listener && *listener) (*listener)(detected, open_ns, time_ns);
   const uint64_t step_busy_ns = busy_ns >= open_busy_ns ? busy_ns - open_busy_ns : 0;
   durations.add(length_ns);
   ++timed;
@@ -97,6 +98,9 @@ StepDetectorStage::StepDetectorStage(const AnalysisOptions& /*options*/, StepDet
     : options_(step_options) {
   options_.learning_kernels = std::max<std::size_t>(options_.learning_kernels, 16);
   options_.min_repetitions = std::max<std::size_t>(options_.min_repetitions, 2);
+  marker_steps_.listener = &step_listener_;
+  detected_steps_.listener = &step_listener_;
+  detected_steps_.detected = true;
   startLearning();
 }
 

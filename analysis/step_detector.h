@@ -49,6 +49,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <queue>
 #include <string>
@@ -81,6 +82,12 @@ class StepDetectorStage final : public AnalysisStage {
 
   const StepStats& stats() const { return stats_; }
 
+  // Hears every complete step as it is delimited: by markers (`detected` false) or found in the
+  // kernels or sync points (`detected` true). Per kind in time order, except that a stretch learnt
+  // again may repeat times already heard (a listener that draws steps keeps them ordered).
+  using StepListener = std::function<void(bool detected, uint64_t start_ns, uint64_t end_ns)>;
+  void setStepListener(StepListener listener) { step_listener_ = std::move(listener); }
+
  private:
   static constexpr std::size_t kMaxContext = 4;  // names in a step-start pattern
   static constexpr uint32_t kNoName = UINT32_MAX;  // before the first kernel: matches anything
@@ -99,6 +106,8 @@ class StepDetectorStage final : public AnalysisStage {
     // state, where the sketches give only percentiles.
     uint64_t timed = 0;
     double mean_ns = 0, squared_deviations = 0;
+    const StepListener* listener = nullptr;  // hears each complete step
+    bool detected = false;                   // what the listener is told
     void begin(uint64_t time_ns, uint64_t busy_ns);  // opens a step (closing the open one)
     void end(uint64_t time_ns, uint64_t busy_ns);    // closes the open step
   };
@@ -137,6 +146,7 @@ class StepDetectorStage final : public AnalysisStage {
   uint64_t now_ns_ = 0;  // the latest event time seen
 
   // Markers.
+  StepListener step_listener_;
   StepSeries marker_steps_;
   bool saw_step_markers_ = false;
   std::unordered_map<uint32_t, std::vector<bool>> range_stacks_;  // per thread: is it a ProfilerStep

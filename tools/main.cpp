@@ -7,6 +7,7 @@
 #include "tools/dump_command.h"
 #include "tools/duration_text.h"
 #include "tools/exit_codes.h"
+#include "tools/export_command.h"
 #include "tools/import_command.h"
 #include "tools/profile_command.h"
 #include "tools/report_command.h"
@@ -140,6 +141,22 @@ int main(int argc, char** argv) {
   import_command->add_option("-o,--output", import_options.output, "The .gwt file to write")->required();
   import_command->add_flag("--force", import_options.force, "Replace the output file if it exists");
 
+  cli::ExportOptions export_options;
+  CLI::App* export_command = app.add_subcommand(
+      "export", "Write recordings or PyTorch profiler traces as a trace for Perfetto, chrome://tracing or HTA");
+  export_command->add_option("--format", export_options.format, "perfetto (protobuf), chrome (JSON) or kineto (JSON)")
+      ->check(CLI::IsMember({"perfetto", "chrome", "kineto"}))
+      ->default_str("perfetto");
+  export_command
+      ->add_option("-o,--output", export_options.output,
+                   "The file to write (.json.gz: gzip-compressed JSON); kineto with several inputs: a directory, "
+                   "one trace per input")
+      ->required();
+  export_command
+      ->add_option("FILE", export_options.files,
+                   "One or more .gwt recordings or PyTorch profiler traces (several: one process per rank)")
+      ->required();
+
   gapwatch::collector::CollectorOptions collector;
   std::string slow_peer_text;
   CLI::App* collector_command = app.add_subcommand(
@@ -206,6 +223,7 @@ int main(int argc, char** argv) {
       return cli::runDiff(diff, std::cout, std::cerr);
     }
     if (*watch_command) return cli::runWatch(watch);
+    if (*export_command) return cli::runExport(export_options, std::cerr);
     if (*import_command) return cli::runImport(import_options, std::cout, std::cerr);
     if (*collector_command) {
       if (!slow_peer_text.empty()) collector.slow_peer_timeout_ns = *cli::parseDuration(slow_peer_text);

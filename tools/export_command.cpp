@@ -1,0 +1,97 @@
+// tools/export_command.cpp: see export_command.h.
+#include "tools/export_command.h"
+
+#include "export/gzip_output.h"
+#include "export/json_trace_writer.h"
+#include "export/perfetto_trace_writer.h"
+#include "export/trace_export.h"
+#include "tools/exit_codes.h"
+#include "tools/file_outcome.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+namespace gapwatch::cli {
+
+namespace {
+
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// One output file: opens it (gzip for .gz), writes `files` into it in `format`, closes it.
+int exportInto(const ExportOptions& options, const std::vector<std::string>& files, const std::string& output,
+               std::ostream& err) {
+  std::unique_ptr<std::ostream> stream;
+  exporter::GzipFileStream* gzip = nullptr;
+  if (options.format != "perfetto" && endsWith(output, ".gz")) {
+    auto compressed = std::make_unique<exporter::GzipFileStream>(output);
+    gzip = compressed.get();
+    stream = std::move(compressed);
+  } else {
+    stream = std::make_unique<std::ofstream>(output, std::ios::binary | std::ios::trunc);
+  }
+  if (!*stream) {
+    err << output << ": cannot write: " << std::strerror(errno) << '\n';
+    return kExitCannotWrite;
+  }
+  std::unique_ptr<exporter::TraceSink> sink;
+  if (options.format == "perfetto") {
+    sink = std::make_unique<exporter::PerfettoTraceWriter>(*stream);
+  } else {
+    sink = std::make_unique<exporter::JsonTraceWriter>(
+        *stream, options.format == "kineto" ? exporter::JsonFlavour::kKineto : exporter::JsonFlavour::kChrome);
+  }
+  int exit_code = kExitOk;
+  exporter::exportTrace(files, options.analysis, *sink, [&](const std::string& file, const ReadResult& read) {
+    exit_code = std::max(exit_code, printReadOutcome(file, read, err));
+  });
+  bool written = sink->finish();
+  if (gzip) written = gzip->close() && written;
+  if (!written) {
+    err << output << ": cannot write: " << (errno ? std::strerror(errno) : "write failed") << '\n';
+    return kExitCannotWrite;
+  }
+  return exit_code;
+}
+
+// A Kineto trace holds one process: several inputs go to a directory, one trace per input, named
+// after it (rank0.gwt -> rank0.json), as PyTorch's profiler writes one file per rank.
+std::string kinetoTraceName(const std::string& input, bool gzip) {
+  std::string name = std::filesystem::path(input).filename().string();
+  for (const char* extension : {".json.gz", ".json", ".gwt"}) {
+    if (endsWith(name, extension)) {
+      name.resize(name.size() - std::strlen(extension));
+      break;
+    }
+  }
+  return name + (gzip ? ".json.gz" : ".json");
+}
+
+}  // namespace
+
+int runExport(const ExportOptions& options, std::ostream& err) {
+  if (options.format != "kineto" || options.files.size() == 1) {
+    return exportInto(options, options.files, options.output, err);
+  }
+  std::error_code error;
+  std::filesystem::create_directories(options.output, error);
+  if (error || !std::filesystem::is_directory(options.output)) {
+    err << options.output << ": cannot make the directory for one Kineto trace per input: "
+        << (error ? error.message() : "not a directory") << '\n';
+    return kExitCannotWrite;
+  }
+  int exit_code = kExitOk;
+  for (const std::string& file : options.files) {
+    const std::string output =
+        (std::filesystem::path(options.output) / kinetoTraceName(file, endsWith(options.output, ".gz"))).string();
+    exit_code = std::max(exit_code, exportInto(options, {file}, output, err));
+  }
+  return exit_code;
+}
+
+}  // namespace gapwatch::cli
