@@ -114,8 +114,8 @@ class Recorder {
   // In a forked child (the atfork handler; async-signal-safe): closes the descriptor the child
   // inherited of the parent's collector connection or .gwt file. fork keeps it although it is
   // O_CLOEXEC: a long-lived child would hold the parent's connection open after the parent said
-  // Goodbye (the collector saw no end of stream), and its flock on the parent's file. Only the
-  // child's descriptor: the parent's stream and lock are untouched. Also for a start in progress
+  // Goodbye (the collector saw no end of stream). Only the child's descriptor: the parent's stream
+  // is untouched. Also for a start in progress
   // at the fork (no recorder yet). A descriptor number the parent has since reused for something
   // else (not the same open file) is left alone.
   static void close_sink_in_child();
