@@ -169,8 +169,16 @@ ClockMap clock_map() {
   if (now.mono - g_anchor.mono > kRateIntervalNs)
     now.rate = double(int64_t(now.target - g_anchor.target)) / double(int64_t(now.mono - g_anchor.mono));
   // A clock of nanoseconds (CLOCK_REALTIME, CLOCK_MONOTONIC: the same rate but for NTP's slewing,
-  // under 500 ppm) keeps durations exactly; only another unit (TSC ticks) is scaled.
-  if (now.rate > 0.999 && now.rate < 1.001) now.rate = 1.0;
+  // under 500 ppm) keeps durations exactly; only another unit (TSC ticks) is scaled. And it keeps
+  // the anchor's offset: a fresh reading is off by its own jitter (a few ns, more under load), so
+  // two records handed out in different flushes were stamped with different offsets, and a graph's
+  // second kernel could start 5 ns before its predecessor ended (runtime_cupti_test under load).
+  // Real CUPTI stamps every record from one device clock; so must this.
+  if (now.rate > 0.999 && now.rate < 1.001) {
+    ClockMap fixed = g_anchor;
+    fixed.rate = 1.0;
+    return fixed;
+  }
   return now;
 }
 
