@@ -7,6 +7,7 @@
 #include "tools/diff_json.h"
 #include "tools/html_page.h"
 #include "tools/diff_terminal.h"
+#include "tools/run_files.h"
 #include "tools/exit_codes.h"
 #include "tools/file_outcome.h"
 #include "tools/text_format.h"
@@ -19,23 +20,9 @@
 
 namespace gapwatch::cli {
 
-namespace {
-
-bool endsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// What a directory of a run holds that is a recording or a trace, and not a report of one.
-bool isRunFile(const std::string& name) {
-  if (endsWith(name, ".report.json") || name == "gapwatch-report.json") return false;
-  return endsWith(name, ".gwt") || endsWith(name, ".json") || endsWith(name, ".json.gz");
-}
-
-}  // namespace
-
 std::optional<double> parsePercent(const std::string& text) {
   std::string number = text;
-  if (endsWith(number, "%")) number.pop_back();
+  if (!number.empty() && number.back() == '%') number.pop_back();
   if (number.empty()) return std::nullopt;
   char* end = nullptr;
   const double value = std::strtod(number.c_str(), &end);
@@ -43,38 +30,6 @@ std::optional<double> parsePercent(const std::string& text) {
   return value / 100.0;
 }
 
-bool runFiles(const std::string& operand, std::vector<std::string>& files, std::string& error) {
-  namespace fs = std::filesystem;
-  files.clear();
-  std::error_code ec;
-  const fs::file_status status = fs::status(operand, ec);
-  if (ec || !fs::exists(status)) {
-    error = printable(operand) + ": no such file or directory";
-    return false;
-  }
-  if (!fs::is_directory(status)) {
-    files.push_back(operand);
-    return true;
-  }
-  fs::directory_iterator it(operand, ec);
-  if (ec) {
-    error = printable(operand) + ": cannot list the directory: " + ec.message();
-    return false;
-  }
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    std::error_code file_ec;
-    if (it->is_regular_file(file_ec) && isRunFile(it->path().filename().string())) {
-      files.push_back(it->path().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) {
-    error = printable(operand) + ": no recordings (.gwt) or traces (.json, .json.gz) in this directory";
-    return false;
-  }
-  return true;
-}
 
 int runDiff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files[2];

@@ -26,10 +26,6 @@ struct DiffOptions {
 // "5%", "5" or "0.5%" -> 0.05, 0.05, 0.005; nullopt for anything else (negative included).
 std::optional<double> parsePercent(const std::string& text);
 
-// The files of one run: the file itself, or a directory's recordings and traces (*.gwt, *.json,
-// *.json.gz, not gapwatch's own reports *.report.json and gapwatch-report.json), sorted by name.
-// On failure, returns false with the one-line reason in `error`.
-bool runFiles(const std::string& operand, std::vector<std::string>& files, std::string& error);
 
 int runDiff(const DiffOptions& options, std::ostream& out, std::ostream& err);
 

@@ -14,6 +14,7 @@
 #include "tools/report_html.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
+#include "tools/text_format.h"
 #include "tools/watch_command.h"
 
 #include <gapwatch/recording_format.h>
@@ -23,6 +24,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
   report_command->add_option("--html", report.html_path,
                              "Also write the report as one self-contained HTML page to this file (plots inline, "
                              "nothing fetched)");
-  report_command->add_flag("--hta", report.analysis.hta_view,
+  CLI::Option* hta_flag = report_command->add_flag("--hta", report.analysis.hta_view,
                            "Also give HTA's own numbers (temporal breakdown, idle per stream, launch statistics) with "
                            "HTA's conventions (docs/hta-parity.md)");
   report_command
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
           "Whose rules --hta follows: 0.6.1 (pip install traceinsight) or 0.5.0 (pip install "
           "HolisticTraceAnalysis); they differ only in which kernels count as computation")
       ->check(CLI::IsMember({"0.6.1", "0.5.0"}))
-      ->default_str("0.6.1");
+      ->default_str("0.6.1")
+      ->needs(hta_flag);  // alone it would change nothing, silently
   report_command->add_option("--top", report.analysis.top_n, "How many longest gaps (and call sites) to list")
       ->check(CLI::Range(0u, 1000u))
       ->default_str(std::to_string(report.analysis.top_n));
@@ -200,12 +203,31 @@ int main(int argc, char** argv) {
                             "The collector's socket (default: the collector's default, as for gapwatch collector)");
   watch_command->add_flag("--once", watch.once, "Print one status and exit");
 
+  // A first word that is no command and no option: say the nearest command, rather than CLI11's
+  // "A subcommand is required".
+  std::vector<std::string> command_names;
+  for (const CLI::App* sub : app.get_subcommands({})) command_names.push_back(sub->get_name());
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::find(command_names.begin(), command_names.end(), argv[1]) == command_names.end()) {
+    const std::vector<std::string>& names = command_names;
+    const std::string nearest = cli::nearestWord(argv[1], names);
+    std::cerr << "gapwatch: no command '" << cli::printable(argv[1]) << "'"
+              << (nearest.empty() ? std::string() : "; did you mean '" + nearest + "'?") << " (see gapwatch --help)\n";
+    return cli::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version arrive here too, with exit code 0.
-    const int code = app.exit(e);
-    return code == 0 ? cli::kExitOk : cli::kExitUsage;
+    if (e.get_exit_code() == 0) {
+      app.exit(e);
+      return cli::kExitOk;
+    }
+    // The help that answers it is the command's own, where a command was given.
+    const std::vector<CLI::App*> given = app.get_subcommands();
+    const std::string help = given.empty() ? "gapwatch --help" : "gapwatch " + given.front()->get_name() + " --help";
+    std::cerr << "gapwatch: " << e.what() << " (see " << help << ")\n";
+    return cli::kExitUsage;
   }
 
   try {
@@ -228,11 +250,11 @@ int main(int argc, char** argv) {
     if (*collector_command) {
       if (!slow_peer_text.empty()) collector.slow_peer_timeout_ns = *cli::parseDuration(slow_peer_text);
       if (metrics_option->count() > 0 && collector.metrics_address.empty()) {
-        std::cerr << "gapwatch: --metrics: give PORT, HOST:PORT or [IPv6]:PORT (see gapwatch --help)\n";
+        std::cerr << "gapwatch: --metrics: give PORT, HOST:PORT or [IPv6]:PORT (see gapwatch collector --help)\n";
         return cli::kExitUsage;
       }
       if (collector.slow_peer_timeout_ns == 0) {
-        std::cerr << "gapwatch: --slow-peer-timeout must be more than 0 (see gapwatch --help)\n";
+        std::cerr << "gapwatch: --slow-peer-timeout must be more than 0 (see gapwatch collector --help)\n";
         return cli::kExitUsage;
       }
       // The collector decides when and where reports are written; their formats are the CLI's.

@@ -8,8 +8,12 @@
 #include "tools/report_html.h"
 #include "tools/report_json.h"
 #include "tools/report_terminal.h"
+#include "tools/run_files.h"
+#include "tools/text_format.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <sstream>
 
 namespace gapwatch::cli {
@@ -28,7 +32,36 @@ bool writeHtmlReportFile(const analysis::RunReport& content, const std::string& 
   return writeWholeFile(path, html.str(), "gapwatch report: --html ", err);
 }
 
-int runReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
+bool expandRunOperands(std::vector<std::string>& files, std::ostream& err) {
+  std::vector<std::string> expanded;
+  for (const std::string& operand : files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(operand, ec)) {
+      std::vector<std::string> in_dir;
+      std::string error;
+      if (!runFiles(operand, in_dir, error)) {
+        err << "gapwatch report: " << error << '\n';
+        return false;
+      }
+      expanded.insert(expanded.end(), in_dir.begin(), in_dir.end());
+    } else if (isGapwatchOutput(operand)) {
+      // `report DIR/*` names the reports and the log beside the recordings too.
+      err << "gapwatch report: note: skipped " << printable(operand) << ": gapwatch's own output, not a recording\n";
+    } else {
+      expanded.push_back(operand);
+    }
+  }
+  if (expanded.empty()) {
+    err << "gapwatch report: no recording or trace among the files given\n";
+    return false;
+  }
+  files = std::move(expanded);
+  return true;
+}
+
+int runReport(const ReportOptions& given, std::ostream& out, std::ostream& err) {
+  ReportOptions options = given;
+  if (!expandRunOperands(options.files, err)) return kExitBadRecording;
   int exit_code = kExitOk;
   const analysis::RunReport content = gatherReport(options, err, exit_code);
   if (!options.html_path.empty() && !writeHtmlReportFile(content, options.html_path, err)) {

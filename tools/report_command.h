@@ -28,7 +28,13 @@ analysis::RunReport gatherReport(const ReportOptions& options, std::ostream& err
 // renamed into place, synced). False, with one line on `err`, when it cannot.
 bool writeHtmlReportFile(const analysis::RunReport& content, const std::string& path, std::ostream& err);
 
-// gatherReport, then the report on `out` (and the HTML file with html_path); returns the exit code.
+// The operands as files: a directory becomes its recordings and traces (run_files.h), gapwatch's own
+// reports and log named among them are skipped with a note. False, with one line, when nothing is left
+// or a directory holds nothing to read.
+bool expandRunOperands(std::vector<std::string>& files, std::ostream& err);
+
+// expandRunOperands, gatherReport, then the report on `out` (and the HTML file with html_path);
+// returns the exit code.
 int runReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace gapwatch::cli

@@ -1,6 +1,8 @@
 // tools/text_format.cpp: see text_format.h.
 #include "tools/text_format.h"
 
+#include <algorithm>
+
 #include <cstdio>
 
 namespace gapwatch::cli {
@@ -60,6 +62,28 @@ std::string quoteText(std::string_view text) {
   }
   out += '"';
   return out;
+}
+
+std::string nearestWord(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::size_t limit = word.size() <= 3 ? 1 : 2;
+  std::string best;
+  std::size_t best_distance = limit + 1;
+  for (const std::string& candidate : candidates) {
+    // Levenshtein distance, one row at a time.
+    std::vector<std::size_t> row(candidate.size() + 1);
+    for (std::size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= word.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= candidate.size(); ++j) {
+        const std::size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (word[i - 1] == candidate[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    if (row[candidate.size()] < best_distance) best_distance = row[candidate.size()], best = candidate;
+  }
+  return best;
 }
 
 }  // namespace gapwatch::cli

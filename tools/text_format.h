@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gapwatch::cli {
 
@@ -27,6 +28,10 @@ std::string formatRelativeSeconds(uint64_t ns, uint64_t reference_ns);
 
 // The text with control characters (C0, DEL, C1) and backslashes written as escapes.
 std::string printable(std::string_view text);
+
+// The candidate nearest `word` by edit distance, when near enough to be a typo of it (at most 2
+// edits, fewer for short words), else "": `gapwatch reprot` -> "report".
+std::string nearestWord(std::string_view word, const std::vector<std::string>& candidates);
 
 // printable(text) in double quotes, with inner quotes escaped.
 std::string quoteText(std::string_view text);
