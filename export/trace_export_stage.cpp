@@ -1,6 +1,7 @@
 // export/trace_export_stage.cpp: see trace_export_stage.h.
 #include "export/trace_export_stage.h"
 
+#include "analysis/correlation_index.h"
 #include "analysis/device_idle.h"
 #include "analysis/step_detector.h"
 #include "analysis/sync_points.h"
@@ -18,20 +19,6 @@ namespace {
 // forgotten (no flow end is ever written without its start, and memory stays bounded by the
 // launches of this much recording time). Work queued deeper than this loses its arrow, nothing else.
 constexpr uint64_t kFlowExpiryNs = 5'000'000'000ull;
-
-bool queuesWork(v1::ApiKind kind) {
-  switch (kind) {
-    case v1::API_KIND_LAUNCH:
-    case v1::API_KIND_GRAPH_LAUNCH:
-    case v1::API_KIND_MEMCPY:
-    case v1::API_KIND_MEMCPY_ASYNC:
-    case v1::API_KIND_MEMSET:
-    case v1::API_KIND_MEMSET_ASYNC:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // The CUDA runtime's name for a call the recording did not name: what PyTorch's profiler writes,
 // so that a JSON export read back as a Kineto trace classifies the call as the recording did.
@@ -213,12 +200,19 @@ void TraceExportStage::expireFlows(uint64_t now_ns) {
   }
 }
 
-void TraceExportStage::onApiCall(const ApiCallEvent& call) {
-  last_time_ns_ = std::max(last_time_ns_, call.start_ns);
+// A slice on a host thread's track; an end before the start (a clock step) makes it empty. The
+// stage's time moves on to its start.
+Slice TraceExportStage::hostSlice(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns) {
+  last_time_ns_ = std::max(last_time_ns_, start_ns);
   Slice slice;
-  slice.track = trackFor(TrackKind::kHostThread, call.thread_id, 0);
-  slice.start_ns = call.start_ns;
-  slice.end_ns = std::max(call.end_ns, call.start_ns);
+  slice.track = trackFor(TrackKind::kHostThread, thread_id, 0);
+  slice.start_ns = start_ns;
+  slice.end_ns = std::max(end_ns, start_ns);
+  return slice;
+}
+
+void TraceExportStage::onApiCall(const ApiCallEvent& call) {
+  Slice slice = hostSlice(call.thread_id, call.start_ns, call.end_ns);
   slice.name = strings_ && call.api_name_id ? strings_->display(v1::STRING_KIND_API_NAME, call.api_name_id)
                                             : apiNameOf(call.kind);
   slice.category = SliceCategory::kCudaRuntime;
@@ -226,7 +220,8 @@ void TraceExportStage::onApiCall(const ApiCallEvent& call) {
   slice.stream = call.stream;
   slice.device = call.device;
   slice.args.push_back(number("correlation", call.correlation_id));
-  if (queuesWork(call.kind) && call.correlation_id != 0 && pending_flows_.insert(call.correlation_id).second) {
+  if (analysis::CorrelationIndex::queuesDeviceWork(call.kind) && call.correlation_id != 0 &&
+      pending_flows_.insert(call.correlation_id).second) {
     slice.flow_out = flowId(call.correlation_id);
     pending_by_time_.emplace_back(call.start_ns, call.correlation_id);
   }
@@ -281,11 +276,7 @@ void TraceExportStage::onActivity(const DeviceActivityEvent& activity) {
 }
 
 void TraceExportStage::onNcclCall(const NcclCallEvent& call) {
-  last_time_ns_ = std::max(last_time_ns_, call.start_ns);
-  Slice slice;
-  slice.track = trackFor(TrackKind::kHostThread, call.thread_id, 0);
-  slice.start_ns = call.start_ns;
-  slice.end_ns = std::max(call.end_ns, call.start_ns);
+  Slice slice = hostSlice(call.thread_id, call.start_ns, call.end_ns);
   // c10d's annotation of a collective ("nccl:all_reduce"): how a PyTorch profiler trace shows an
   // NCCL call, so the Kineto reader takes it back as one.
   std::string op = enumLabel(call.op);
@@ -300,11 +291,7 @@ void TraceExportStage::onNcclCall(const NcclCallEvent& call) {
 }
 
 void TraceExportStage::onHostRange(const HostRangeEvent& range) {
-  last_time_ns_ = std::max(last_time_ns_, range.start_ns);
-  Slice slice;
-  slice.track = trackFor(TrackKind::kHostThread, range.thread_id, 0);
-  slice.start_ns = range.start_ns;
-  slice.end_ns = std::max(range.end_ns, range.start_ns);
+  Slice slice = hostSlice(range.thread_id, range.start_ns, range.end_ns);
   slice.name = strings_ ? strings_->display(v1::STRING_KIND_HOST_RANGE_NAME, range.name_id) : "";
   if (slice.name.empty()) slice.name = enumLabel(range.kind);
   slice.category = range.kind == v1::HOST_RANGE_KIND_INPUT_PIPELINE ? SliceCategory::kInputPipeline

@@ -63,6 +63,7 @@ class TraceExportStage final : public analysis::AnalysisStage {
  private:
   void ensureProcess();
   uint64_t trackFor(TrackKind kind, uint64_t id, uint32_t device);
+  Slice hostSlice(uint32_t thread_id, uint64_t start_ns, uint64_t end_ns);
   uint64_t flowId(uint64_t correlation_id) const;
   std::string threadName(uint32_t thread_id) const;
   void expireFlows(uint64_t now_ns);

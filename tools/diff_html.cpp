@@ -22,12 +22,6 @@ std::string filesText(const std::vector<std::string>& files) {
   return files[0] + " and " + std::to_string(files.size() - 1) + " more";
 }
 
-std::string num(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", x);
-  return buffer;
-}
-
 // The per-step times both runs have, as pairs of bars on one scale.
 void perStepChart(std::ostream& out, const analysis::RunDiff& diff) {
   std::vector<const analysis::DiffQuantity*> rows;
@@ -40,19 +34,19 @@ void perStepChart(std::ostream& out, const analysis::RunDiff& diff) {
   if (rows.empty() || most <= 0) return;
   constexpr double kWidth = 1000, kLabel = 300, kBar = 14, kRow = 40;
   const double height = kRow * double(rows.size()) + 10;
-  out << "<h2>Per step, side by side</h2>\n<svg viewBox=\"0 0 " << kWidth << ' ' << num(height)
+  out << "<h2>Per step, side by side</h2>\n<svg viewBox=\"0 0 " << kWidth << ' ' << svgNumber(height)
       << "\" role=img aria-label=\"per-step times of run A and run B\">";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const analysis::DiffQuantity& q = *rows[i];
     const double y = kRow * double(i) + 6;
-    out << "<text x=\"0\" y=\"" << num(y + 18) << "\">" << htmlText(q.label) << "</text>";
+    out << "<text x=\"0\" y=\"" << svgNumber(y + 18) << "\">" << htmlText(q.label) << "</text>";
     const double values[2] = {*q.before, *q.after};
     for (int side = 0; side < 2; ++side) {
       const double w = (kWidth - kLabel - 130) * values[side] / most;
       const double by = y + side * (kBar + 2);
-      out << "<rect x=\"" << kLabel << "\" y=\"" << num(by) << "\" width=\"" << num(std::max(1.0, w))
+      out << "<rect x=\"" << kLabel << "\" y=\"" << svgNumber(by) << "\" width=\"" << svgNumber(std::max(1.0, w))
           << "\" height=\"" << kBar << "\" fill=\"" << (side == 0 ? kBeforeColour : kAfterColour) << "\"/>"
-          << "<text x=\"" << num(kLabel + std::max(1.0, w) + 4) << "\" y=\"" << num(by + 11) << "\">"
+          << "<text x=\"" << svgNumber(kLabel + std::max(1.0, w) + 4) << "\" y=\"" << svgNumber(by + 11) << "\">"
           << (side == 0 ? "A " : "B ") << htmlText(diffValueText(values[side], q.unit)) << "</text>";
     }
   }

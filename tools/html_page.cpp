@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,6 +55,12 @@ void writeHtmlHead(std::ostream& out, std::string_view title) {
   out << "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
          "<meta name=viewport content=\"width=device-width,initial-scale=1\"><title>"
       << title << "</title>\n" << kStyle << "</head><body>\n";
+}
+
+std::string svgNumber(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", x);
+  return buffer;
 }
 
 void writeHtmlTail(std::ostream& out) { out << "</body></html>\n"; }

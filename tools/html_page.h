@@ -17,6 +17,8 @@ std::string htmlText(std::string_view text);
 
 // <!DOCTYPE html> up to <body>, with `title` (trusted) and the shared style sheet.
 void writeHtmlHead(std::ostream& out, std::string_view title);
+// A coordinate or length in an inline SVG, to a tenth of a unit: "12.3".
+std::string svgNumber(double x);
 void writeHtmlTail(std::ostream& out);
 
 // Writes `content` to `path`, whole or not at all (collector/output_file.h: a temporary file

@@ -32,12 +32,6 @@ constexpr const char* kCauseText[analysis::kIdleCauseCount] = {
     "host CPU (data pipeline, framework, Python)", "launch overhead", "synchronous copies and syncs",
     "other CUDA API calls", "NCCL calls on the host", "waiting on other work"};
 
-std::string num(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", x);
-  return buffer;
-}
-
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 std::string processLabel(const ProcessAnalysis& p) {
@@ -77,10 +71,10 @@ void causeBar(std::ostream& out, const std::array<uint64_t, analysis::kIdleCause
   for (std::size_t c = 0; c < analysis::kIdleCauseCount; ++c) {
     const double w = kWidth * ratio(double(by_cause[c]), double(idle_ns));
     if (w <= 0) continue;
-    out << "<rect x=\"" << num(x) << "\" y=\"0\" width=\"" << num(w) << "\" height=\"" << kHeight << "\" fill=\""
+    out << "<rect x=\"" << svgNumber(x) << "\" y=\"0\" width=\"" << svgNumber(w) << "\" height=\"" << kHeight << "\" fill=\""
         << kCauseColour[c] << "\" stroke=\"#fff\"><title>" << causeName(c) << ": "
         << htmlText(formatDuration(by_cause[c])) << "</title></rect>";
-    if (w > 90) out << "<text x=\"" << num(x + 5) << "\" y=\"19\">" << causeName(c) << "</text>";
+    if (w > 90) out << "<text x=\"" << svgNumber(x + 5) << "\" y=\"19\">" << causeName(c) << "</text>";
     x += w;
   }
   out << "</svg>\n";
@@ -107,20 +101,20 @@ void gapHistogramPlot(std::ostream& out, const GapHistogram& gaps) {
     const GapHistogram::Bucket& bucket = gaps.bucket(first + i);
     const double h = (kHeight - kBottom - kTop) * ratio(double(bucket.total_ns), double(most));
     const double x = double(i) * slot;
-    out << "<rect x=\"" << num(x + 2) << "\" y=\"" << num(kHeight - kBottom - h) << "\" width=\"" << num(slot - 4)
-        << "\" height=\"" << num(h) << "\" fill=\"#0072B2\"><title>" << htmlText(formatCount(bucket.count)) << " gaps, "
+    out << "<rect x=\"" << svgNumber(x + 2) << "\" y=\"" << svgNumber(kHeight - kBottom - h) << "\" width=\"" << svgNumber(slot - 4)
+        << "\" height=\"" << svgNumber(h) << "\" fill=\"#0072B2\"><title>" << htmlText(formatCount(bucket.count)) << " gaps, "
         << htmlText(formatDuration(bucket.total_ns)) << "</title></rect>";
     if (bucket.count) {
-      out << "<text x=\"" << num(x + slot / 2) << "\" y=\"" << num(kHeight - kBottom - h - 3)
+      out << "<text x=\"" << svgNumber(x + slot / 2) << "\" y=\"" << svgNumber(kHeight - kBottom - h - 3)
           << "\" text-anchor=middle>" << htmlText(formatCount(bucket.count)) << "</text>";
     }
     // Every other bucket's bound when they crowd: a label is some 40 units wide.
     if (slot >= 44 || (i % 2) == 0) {
-      out << "<text x=\"" << num(x + slot / 2) << "\" y=\"" << num(kHeight - kBottom + 14) << "\" text-anchor=middle>"
+      out << "<text x=\"" << svgNumber(x + slot / 2) << "\" y=\"" << svgNumber(kHeight - kBottom + 14) << "\" text-anchor=middle>"
           << htmlText(formatDuration(GapHistogram::lowerNs(first + i))) << "</text>";
     }
   }
-  out << "<text x=\"0\" y=\"" << num(kHeight - 4) << "\">gap length (from); height: idle time in such gaps; "
+  out << "<text x=\"0\" y=\"" << svgNumber(kHeight - 4) << "\">gap length (from); height: idle time in such gaps; "
          "label: gaps</text></svg>\n";
 }
 
@@ -141,14 +135,14 @@ void stepPlot(std::ostream& out, const analysis::StepStats& steps) {
   for (int tick = 0; tick <= 2; ++tick) {
     const double value = double(most) * tick / 2.0;
     const double y = kTop + plot_h - plot_h * tick / 2.0;
-    out << "<text x=\"" << kLeft - 6 << "\" y=\"" << num(y + 4) << "\" text-anchor=end>"
+    out << "<text x=\"" << kLeft - 6 << "\" y=\"" << svgNumber(y + 4) << "\" text-anchor=end>"
         << htmlText(formatDuration(uint64_t(value))) << "</text>";
   }
   out << "<polyline fill=none stroke=\"#D55E00\" stroke-width=2 points=\"";
   for (std::size_t i = 0; i < n; ++i) {
     const double x = kLeft + plot_w * double(i) / double(n - 1);
     const double y = kTop + plot_h - plot_h * ratio(double(steps.timeline[i].mean_ns), double(most));
-    out << num(x) << ',' << num(y) << ' ';
+    out << svgNumber(x) << ',' << svgNumber(y) << ' ';
   }
   out << "\"/><text x=\"" << kLeft << "\" y=\"" << kHeight - 6 << "\">step 1</text><text x=\"" << kWidth - 10
       << "\" y=\"" << kHeight - 6 << "\" text-anchor=end>step " << steps.steps << "</text></svg>\n";
@@ -172,9 +166,9 @@ void worstGapStrip(std::ostream& out, const DeviceAnalysis& d) {
     const double x = kWidth * double(gap.start_ns - d.window_start_ns) / window;
     const double w = std::max(3.0, kWidth * double(gap.end_ns - gap.start_ns) / window);
     const std::size_t cause = dominantCause(gap);
-    out << "<rect x=\"" << num(x) << "\" y=8 width=\"" << num(w) << "\" height=24 fill=\"" << kCauseColour[cause]
+    out << "<rect x=\"" << svgNumber(x) << "\" y=8 width=\"" << svgNumber(w) << "\" height=24 fill=\"" << kCauseColour[cause]
         << "\" stroke=\"#333\"><title>gap " << i + 1 << ": " << htmlText(formatDuration(gap.end_ns - gap.start_ns)) << ", "
-        << causeName(cause) << "</title></rect><text x=\"" << num(x + w / 2) << "\" y=44 text-anchor=middle>" << i + 1
+        << causeName(cause) << "</title></rect><text x=\"" << svgNumber(x + w / 2) << "\" y=44 text-anchor=middle>" << i + 1
         << "</text>";
   }
   out << "</svg>\n<div class=scroll><table><tr><th>#</th><th class=num>length</th><th class=num>from start</th><th>causes</th>"
