@@ -66,6 +66,17 @@ int main(int argc, char** argv) {
   CLI::App app{"gapwatch: why is my GPU idle? Reads gapwatch recordings (.gwt files).", "gapwatch"};
   app.set_version_flag("--version", versionText(), "Print gapwatch's version and exit");
   app.require_subcommand(1);
+  // --where answers without a command, as --version does: its callback runs while the command line
+  // is parsed, before CLI11 asks for a command, and ends the parse with exit code 0.
+  bool where = false;
+  app.add_flag_callback(
+      "--where",
+      [&where] {
+        where = true;
+        throw CLI::Success();
+      },
+      "Print the path of libgapwatch.so (what gapwatch profile preloads) and exit: "
+      "LD_PRELOAD=$(gapwatch --where) python train.py");
   app.failure_message([](const CLI::App* /*app*/, const CLI::Error& e) {
     return std::string("gapwatch: ") + e.what() + " (see gapwatch --help)\n";
   });
@@ -164,6 +175,8 @@ int main(int argc, char** argv) {
   std::string slow_peer_text;
   CLI::App* collector_command = app.add_subcommand(
       "collector", "Receive traced processes' streams on a Unix socket and write each to its own .gwt (also: gapwatchd)");
+  // `gapwatchd --version`: the daemon's name must answer it too (a unit file, a package check).
+  collector_command->set_version_flag("--version", versionText(), "Print gapwatch's version and exit");
   collector_command
       ->add_option("--socket", collector.socket_path,
                    "Socket to listen on (default: $XDG_RUNTIME_DIR/gapwatch/collector.sock, else "
@@ -184,6 +197,8 @@ int main(int argc, char** argv) {
       "address only when given (0.0.0.0:9464, [::1]:9464); port 0 picks a free one (logged)");
 
   cli::ProfileOptions profile;
+  // The install layout's path from bin to lib (tools/CMakeLists.txt): where libgapwatch.so is.
+  profile.bin_to_lib = GAPWATCH_BIN_TO_LIB;
   CLI::App* profile_command = app.add_subcommand(
       "profile", "Run a command and every process it starts under gapwatch, then print the run's report");
   profile_command->add_option("-o,--output-dir", profile.output_dir,
@@ -220,6 +235,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version arrive here too, with exit code 0.
     if (e.get_exit_code() == 0) {
+      if (where) {
+        const auto library = cli::findInjectedLibrary("gapwatch --where", GAPWATCH_BIN_TO_LIB, std::cerr);
+        if (!library) return cli::kExitUsage;
+        std::cout << *library << '\n';
+        return cli::kExitOk;
+      }
       app.exit(e);
       return cli::kExitOk;
     }

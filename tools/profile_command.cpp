@@ -83,33 +83,69 @@ std::vector<std::string> recordingsInReportOrder(const std::string& dir, const s
 
 }  // namespace
 
-std::optional<std::string> findInjectedLibrary(std::ostream& err) {
+std::vector<std::string> injectedLibraryCandidates(const std::string& program, const std::string& bin_to_lib) {
+  const fs::path bin = fs::path(program).parent_path();
+  std::vector<std::string> candidates;
+  // ../lib is the build tree's and the Python wheel's layout (gapwatch/bin and gapwatch/lib), which
+  // an install to a multiarch libdir does not share.
+  for (const std::string& relative : {bin_to_lib, std::string("../lib")}) {
+    const std::string candidate = (bin / relative / "libgapwatch.so").lexically_normal().string();
+    if (std::find(candidates.begin(), candidates.end(), candidate) == candidates.end()) {
+      candidates.push_back(candidate);
+    }
+  }
+  return candidates;
+}
+
+namespace {
+
+bool readableFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), R_OK) == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> findInjectedLibrary(std::string_view who, const std::string& bin_to_lib,
+                                               std::ostream& err) {
   std::string library;
   const char* named = std::getenv("GAPWATCH_LIBRARY");
   if (named && named[0]) {
     library = named;
+    std::error_code ec;
+    fs::path absolute = fs::weakly_canonical(fs::absolute(library, ec), ec);
+    if (!ec) library = absolute.string();
+    if (!readableFile(library)) {
+      err << who << ": the injected library is missing: " << library << " (from GAPWATCH_LIBRARY)\n";
+      return std::nullopt;
+    }
   } else {
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec) {
-      err << kPrefix << "cannot find this program's own path (/proc/self/exe: " << ec.message()
+      err << who << ": cannot find this program's own path (/proc/self/exe: " << ec.message()
           << "): set GAPWATCH_LIBRARY to libgapwatch.so\n";
       return std::nullopt;
     }
-    library = (self.parent_path() / ".." / "lib" / "libgapwatch.so").string();
-  }
-  std::error_code ec;
-  fs::path absolute = fs::weakly_canonical(fs::absolute(library, ec), ec);
-  if (!ec) library = absolute.string();
-  struct stat st {};
-  if (::stat(library.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(library.c_str(), R_OK) != 0) {
-    err << kPrefix << "the injected library is missing: " << library
-        << (named && named[0] ? " (from GAPWATCH_LIBRARY)" : " (set GAPWATCH_LIBRARY to libgapwatch.so)") << '\n';
-    return std::nullopt;
+    const std::vector<std::string> candidates = injectedLibraryCandidates(self.string(), bin_to_lib);
+    for (const std::string& candidate : candidates) {
+      if (readableFile(candidate)) {
+        library = candidate;
+        break;
+      }
+    }
+    if (library.empty()) {
+      err << who << ": the injected library libgapwatch.so is missing: not in ";
+      for (std::size_t i = 0; i < candidates.size(); ++i) err << (i ? " nor " : "") << candidates[i];
+      err << " (set GAPWATCH_LIBRARY to its path)\n";
+      return std::nullopt;
+    }
+    fs::path absolute = fs::weakly_canonical(library, ec);
+    if (!ec) library = absolute.string();
   }
   // The dynamic loader splits LD_PRELOAD at both.
   if (library.find_first_of(": ") != std::string::npos) {
-    err << kPrefix << "the injected library's path " << library
+    err << who << ": the injected library's path " << library
         << " has a space or a colon, which LD_PRELOAD cannot carry: copy or link it elsewhere\n";
     return std::nullopt;
   }
@@ -149,7 +185,7 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
     err << kPrefix << "no command to run: gapwatch profile [-o DIR] -- CMD ARGS...\n";
     return kExitUsage;
   }
-  const auto library = findInjectedLibrary(err);
+  const auto library = findInjectedLibrary("gapwatch profile", options.bin_to_lib, err);
   if (!library) return kExitUsage;
 
   collector::ProfileSessionOptions session;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gapwatch::cli {
@@ -19,11 +20,20 @@ struct ProfileOptions {
   bool colour = false;  // ANSI colour in the text report (main decides, as for `gapwatch report`)
   std::string html_path;  // also put the run's HTML report (the collector's) there; "" for none
   std::vector<std::string> command;
+  std::string bin_to_lib = "../lib";  // the install layout, for findInjectedLibrary
 };
 
-// The injected library: $GAPWATCH_LIBRARY, else <dir of this binary>/../lib/libgapwatch.so, made
-// absolute. Nothing (and one line on `err`) when it is not a readable file.
-std::optional<std::string> findInjectedLibrary(std::ostream& err);
+// Where the injected library may be beside the program at `program` (the gapwatch binary), in the
+// order they are tried: <dir>/<bin_to_lib> (the install layout: the path from its bindir to its
+// libdir, which main.cpp has from CMake), then <dir>/../lib (the build tree, the Python wheel).
+std::vector<std::string> injectedLibraryCandidates(const std::string& program, const std::string& bin_to_lib);
+
+// The injected library that `gapwatch profile` preloads and `gapwatch --where` prints:
+// $GAPWATCH_LIBRARY, else the first readable injectedLibraryCandidates() of this binary, made
+// absolute. Nothing, and one line on `err` beginning "<who>: " that names every path tried, when
+// there is none.
+std::optional<std::string> findInjectedLibrary(std::string_view who, const std::string& bin_to_lib,
+                                               std::ostream& err);
 
 // The run's report, from what the session left in `dir`: the collector's own (gapwatch-report.txt
 // or .json); drawn again from the recordings dir/*.gwt, as `gapwatch report` draws it, when it is
