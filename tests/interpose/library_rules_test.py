@@ -33,22 +33,38 @@ HOOKED = {
 PLUGIN = {"ncclProfiler_v6", "ncclProfiler_v5", "ncclProfiler_v4"}
 
 
+def unexpected_exports(library):
+    """The dynamic symbols `library` defines beyond the entry point, the hooks, the plugin structs
+    and gapwatch_*; raises when InitializeInjection or a plugin struct is missing. Shared with
+    tests/install, which checks the installed copy by the same rules."""
+    out = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True, text=True, check=True)
+    names = {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
+    if "InitializeInjection" not in names or not PLUGIN <= names:
+        raise AssertionError("%s lacks InitializeInjection or a plugin struct: %s"
+                             % (library, sorted(({"InitializeInjection"} | PLUGIN) - names)))
+    return {n for n in names if n != "InitializeInjection" and n not in HOOKED | PLUGIN
+            and not n.startswith("gapwatch_")}
+
+
+FORBIDDEN_NEEDED = r"(?i)cuda|cupti|nccl|protobuf|spdlog|fmt|stdc\+\+"
+
+
+def forbidden_needs(library):
+    """The NEEDED entries of `library` that name a CUDA library, libprotobuf, spdlog, fmt or the
+    C++ runtime; raises when readelf finds none at all (not a shared library)."""
+    out = subprocess.run(["readelf", "-d", library], capture_output=True, text=True, check=True)
+    needed = re.findall(r"\(NEEDED\).*\[(.*)\]", out.stdout)
+    if not needed:
+        raise AssertionError("readelf found no NEEDED entries at all in " + library)
+    return [lib for lib in needed if re.search(FORBIDDEN_NEEDED, lib)]
+
+
 class ExportsAndDependencies(unittest.TestCase):
     def test_exports_only_the_entry_point_hooks_and_gapwatch_symbols(self):
-        out = subprocess.run(["nm", "-D", "--defined-only", gwtest.LIB], capture_output=True, text=True, check=True)
-        names = {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
-        self.assertIn("InitializeInjection", names)
-        self.assertLessEqual(PLUGIN, names)
-        unexpected = {n for n in names if n != "InitializeInjection" and n not in HOOKED | PLUGIN
-                      and not n.startswith("gapwatch_")}
-        self.assertEqual(unexpected, set())
+        self.assertEqual(unexpected_exports(gwtest.LIB), set())
 
     def test_needs_no_cuda_protobuf_spdlog_fmt_or_cxx_runtime(self):
-        out = subprocess.run(["readelf", "-d", gwtest.LIB], capture_output=True, text=True, check=True)
-        needed = re.findall(r"\(NEEDED\).*\[(.*)\]", out.stdout)
-        self.assertTrue(needed, "readelf found no NEEDED entries at all")
-        for lib in needed:
-            self.assertNotRegex(lib, r"(?i)cuda|cupti|nccl|protobuf|spdlog|fmt|stdc\+\+")
+        self.assertEqual(forbidden_needs(gwtest.LIB), [])
 
 
 class NothingWithoutCuda(unittest.TestCase):
