@@ -4,13 +4,15 @@
 # Installs the missing Debian packages (only those, and only when some are missing: that needs
 # root), checks that the CUDA toolkit headers are there (they come with the machine image, not
 # from Debian), configures build/ once and builds it. Safe to run again: a second run installs
-# nothing and rebuilds only what changed. Quiet unless something fails. Last, it puts HTA (Meta's
+# nothing and rebuilds only what changed. Quiet unless something fails. Last, it prepares a clean
+# Debian 12 root for the .deb's install test (scripts/prepare-debian-root.sh) and puts HTA (Meta's
 # Holistic Trace Analysis, for the HTA parity test and the Kineto benchmark only) in
 # <build>/hta-venv: scripts/install-hta.sh.
 #
 # Environment: CUDAToolkit_ROOT or CUDA_PATH name a toolkit outside /usr/local/cuda;
 # GAPWATCH_BUILD_DIR overrides build/ (default); JOBS overrides the build's parallelism;
-# GAPWATCH_SKIP_HTA=1 leaves HTA out.
+# GAPWATCH_SKIP_HTA=1 leaves HTA out; GAPWATCH_SKIP_DEBIAN_ROOT=1 leaves out the Debian 12 root of
+# the .deb's install test.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +39,9 @@ packages=(
   prometheus                                # a real Prometheus server scrapes it in tests/collector
   time                                      # /usr/bin/time: a child's own peak RSS in bench/kineto_import_bench.py
   chromium                                  # renders the HTML report headless in its test (tests/unit/html_report_test.py)
+  help2man                                  # the man pages, from each command's --help (packaging/man_pages.cmake)
+  man-db groff-base                         # man -l and groff render them in their test (tests/install/man_pages_test.py)
+  debootstrap                               # the clean Debian 12 root the .deb is installed into (scripts/prepare-debian-root.sh)
 )
 missing=()
 for pkg in "${packages[@]}"; do
@@ -120,6 +125,13 @@ cmake --build "$build_dir" -j"$jobs" >"$log_dir/build.log" 2>&1 || {
   tail -n 60 "$log_dir/build.log" >&2
   die "build failed (full log: $log_dir/build.log)"
 }
+
+# --- A clean Debian 12 root, for the .deb's install test (optional) -------------------------------
+# debootstrap --variant=minbase bookworm plus the .deb files of gapwatch's runtime dependencies, in
+# <build>/_deps/debian12-root: about 200 MB and 1.5 to 2 min once; then only when the dependencies
+# change. Offline, not root, or with GAPWATCH_SKIP_DEBIAN_ROOT=1 it is left out with one line, and
+# tests/install/deb_install_test.py skips its install and says so.
+"$repo_root/scripts/prepare-debian-root.sh" "$build_dir"
 
 # --- HTA, for the HTA parity test and the Kineto benchmark (PyPI; optional) ----------------------
 # gapwatch does not need it. About 300 MB, 40 s to 2 min once; offline it is left out with one
