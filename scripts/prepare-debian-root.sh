@@ -56,6 +56,11 @@ remove_root() {
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if [[ ! -f "$root/.gapwatch-debootstrap-done" ]]; then
+  # Offline, say so in seconds rather than after debootstrap's own retries.
+  if ! timeout 60 wget -q --tries=1 --timeout=15 -O /dev/null "$mirror/dists/bookworm/Release" 2>/dev/null; then
+    say_left_out "cannot reach $mirror"
+    exit 0
+  fi
   remove_root
   mkdir -p "$(dirname "$root")"
   # A bounded wait: an offline machine must not hang the setup.
