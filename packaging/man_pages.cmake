@@ -57,5 +57,15 @@ file(WRITE ${OUT_DIR}/wrappers/see-also.h2m
   "[SEE ALSO]\n${see_also}.BR gapwatchd (1).\nThe full documentation is in share/doc/gapwatch under the install prefix (/usr/share/doc/gapwatch from the .deb; docs/ in the source).\n")
 write_page(${GAPWATCH} gapwatch.1 "why is my GPU idle? A GPU idle-gap profiler"
            --include=${OUT_DIR}/wrappers/see-also.h2m)
+file(WRITE ${OUT_DIR}/wrappers/gapwatchd.h2m
+  "[FILES]\n"
+  ".TP\n.I lib/systemd/user/gapwatchd.service\n"
+  "The systemd user unit, under the install prefix: \\fBsystemctl \\-\\-user enable \\-\\-now gapwatchd\\fR.\n"
+  ".TP\n.I ~/.config/gapwatch/gapwatchd.env\n"
+  "The unit's settings (optional): GAPWATCHD_SOCKET, GAPWATCHD_OUTPUT_DIR (default ~/gapwatch-recordings) "
+  "and GAPWATCHD_OPTIONS (more options, such as \\fB\\-\\-metrics 9464\\fR). "
+  "A commented copy is installed as share/doc/gapwatch/gapwatchd.env.\n"
+  "[SEE ALSO]\n.BR gapwatch (1),\n.BR gapwatch-watch (1).\n")
 get_filename_component(bin_dir ${GAPWATCH} DIRECTORY)
-write_page(${bin_dir}/gapwatchd gapwatchd.1 "the gapwatch collector daemon (gapwatch collector)")
+write_page(${bin_dir}/gapwatchd gapwatchd.1 "the gapwatch collector daemon (gapwatch collector)"
+           --include=${OUT_DIR}/wrappers/gapwatchd.h2m)
