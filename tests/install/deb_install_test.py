@@ -110,7 +110,8 @@ def root_missing():
 class InstalledInACleanDebian12(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(dir=os.path.join(gwtest.BUILD, "_deps"))
+        # Beside the prepared root (same file system); removed at the end, with the copy in it.
+        cls.tmp = tempfile.TemporaryDirectory(prefix="deb-install-test-", dir=os.path.join(gwtest.BUILD, "_deps"))
         cls.root = os.path.join(cls.tmp.name, "root")
         # A fresh copy each run: the prepared root stays clean for the next.
         r = run(["cp", "-a", "--one-file-system", ROOT, cls.root])
