@@ -208,10 +208,12 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual(document["processes"], [])
         self.assertEqual(document["nothing_recorded"], "no process of the command used CUDA")
         self.assertIn("nothing was recorded", r.stderr)
-        r = self.profile(["-o", os.path.join(self.dir, "text"), "--", "true"])
+        # In text, stdout stays the command's own; the report is the line on stderr.
+        r = self.profile(["-o", os.path.join(self.dir, "text"), "--", "sh", "-c", "echo mine"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout, "Nothing recorded: no process of the command used CUDA, so there is no GPU time "
-                                   "to report.\n")
+        self.assertEqual(r.stdout, "mine\n")
+        self.assertIn("gapwatch profile: nothing was recorded: no process of the command used CUDA (collector log: ",
+                      r.stderr)
 
     def test_default_directories_never_collide(self):
         """Issue 21, item 9: the default directory was named to the second, so a second run that
