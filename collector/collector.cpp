@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -452,6 +453,27 @@ class Collector {
   Clock::time_point accept_paused_until_{};
 };
 
+// mkdir -p: the directories it makes are 0700, since the recordings hold the job's command line,
+// kernel names and Python call sites, and the collector already refuses other users' streams.
+// One that exists is used as it is.
+bool makeOutputDirectory(const std::string& dir, std::string* error) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return true;
+    *error = "it exists and is not a directory";
+    return false;
+  }
+  for (std::size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    const std::string prefix = dir.substr(0, end);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      *error = strerror(errno);
+      return false;
+    }
+    if (end == std::string::npos) break;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string processReportName(const std::string& recording_name) {
@@ -473,6 +495,12 @@ int runCollector(const CollectorOptions& options) {
       std::cerr << "gapwatch collector: " << error << '\n';
       return 1;
     }
+  }
+  std::string mkdir_error;
+  if (!makeOutputDirectory(options.output_dir, &mkdir_error)) {
+    std::cerr << "gapwatch collector: cannot create output directory " << options.output_dir << ": " << mkdir_error
+              << '\n';
+    return 1;
   }
   int dir_fd = ::open(options.output_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) {

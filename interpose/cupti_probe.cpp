@@ -1,6 +1,8 @@
 #include "cupti_probe.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,38 +69,116 @@ std::atomic<bool> g_buffer_busy[kBuffers];
 
 constexpr uint32_t kFlushPeriodMs = 100;
 
+// Which libcupti was opened and why that one: every message about CUPTI names both, since a
+// CUPTI that does not belong to the process's CUDA fails with nothing but CUPTI_ERROR_UNKNOWN.
+struct CuptiChoice {
+  std::string path;  // as opened; the file the dynamic linker mapped once it is open
+  std::string how;   // "already loaded by the process", "GAPWATCH_CUPTI_PATH", "beside the process's libcudart"...
+  std::vector<std::string> tried;  // what failed before it, each with why
+};
+
+// The directory a library the process has already mapped was loaded from, "" when it has none.
+// Lexical (the path as the dynamic linker found it, not its real path): the toolkit's lib64 is a
+// link, and its extras/CUPTI sits beside the link, not beside the link's target.
+std::string loaded_directory(const char* soname) {
+  void* h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return {};
+  std::string dir;
+  link_map* map = nullptr;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name) {
+    dir = map->l_name;
+    size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? std::string() : dir.substr(0, slash);
+  }
+  dlclose(h);
+  return dir;
+}
+
+std::string mapped_path(void* handle, const std::string& fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0]) {
+    char real[4096];
+    return realpath(map->l_name, real) ? std::string(real) : std::string(map->l_name);
+  }
+  return fallback;
+}
+
+// Where the CUPTI of the CUDA the process uses lives, given the directory of its libcudart (or
+// libcuda): the same directory (toolkit 13's lib64, conda's lib, pip's nvidia/cu13/lib), the
+// toolkit 12 layout (lib64/../extras/CUPTI/lib64), and pip's cu12 wheels (nvidia/cuda_runtime/lib
+// beside nvidia/cuda_cupti/lib).
+void add_beside(const std::string& dir, std::vector<std::string>* dirs) {
+  if (dir.empty()) return;
+  dirs->push_back(dir);
+  size_t slash = dir.rfind('/');
+  if (slash != std::string::npos) dirs->push_back(dir.substr(0, slash) + "/extras/CUPTI/lib64");
+  const std::string pip = "/nvidia/cuda_runtime/lib";
+  if (dir.size() > pip.size() && dir.compare(dir.size() - pip.size(), pip.size(), pip) == 0)
+    dirs->push_back(dir.substr(0, dir.size() - pip.size()) + "/nvidia/cuda_cupti/lib");
+}
+
+void* try_open(const std::string& path, const std::string& how, CuptiChoice* choice) {
+  // A path that is not there is no news; one that is there and fails to load is (a missing
+  // dependency, another architecture): its dlerror goes into the message.
+  bool named = path.find('/') != std::string::npos;
+  if (named && access(path.c_str(), F_OK) != 0) return nullptr;
+  if (void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    choice->path = mapped_path(h, path);
+    choice->how = how;
+    return h;
+  }
+  const char* e = dlerror();
+  choice->tried.push_back(path + " (" + how + "): " + (named && e ? e : "not found"));
+  return nullptr;
+}
+
 // The process's own libcupti first, whichever version: a second copy beside it would be a second
-// CUPTI in one process. Then GAPWATCH_CUPTI_PATH, then the toolkit's (13, then 12).
-void* open_cupti(const Settings& s, std::string* tried, bool* already_loaded) {
+// CUPTI in one process. Then GAPWATCH_CUPTI_PATH; then the CUPTI beside the CUDA runtime (else
+// driver) the process loaded, which is the one that belongs to it; then $CUDA_HOME, $CUDA_PATH and
+// /usr/local/cuda (13, then 12); then the dynamic linker's search path.
+void* open_cupti(const Settings& s, CuptiChoice* choice, bool* already_loaded) {
   for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
     if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
-      *tried = name;
+      choice->path = mapped_path(h, name);
+      choice->how = "already loaded by the process";
       *already_loaded = true;
       return h;
     }
   if (!s.cupti_path.empty()) {
-    *tried = s.cupti_path;
     *already_loaded = dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_NOLOAD) != nullptr;
-    return dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (void* h = dlopen(s.cupti_path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      choice->path = mapped_path(h, s.cupti_path);
+      choice->how = "GAPWATCH_CUPTI_PATH";
+      return h;
+    }
+    const char* e = dlerror();
+    choice->tried.push_back(s.cupti_path + " (GAPWATCH_CUPTI_PATH): " + (e ? e : "not found"));
+    return nullptr;  // named by the user: nothing else stands in for it
   }
-  std::vector<std::string> candidates;
-  for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
-    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* root = getenv(var)) {
-        candidates.push_back(std::string(root) + "/lib64/" + soname);
-        candidates.push_back(std::string(root) + "/extras/CUPTI/lib64/" + soname);
-      }
-    candidates.push_back(std::string("/usr/local/cuda/lib64/") + soname);
-    candidates.push_back(std::string("/usr/local/cuda/extras/CUPTI/lib64/") + soname);
+  std::vector<std::pair<std::string, std::string>> dirs;  // directory, how it was chosen
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcuda.so.1"}) {
+    std::vector<std::string> beside;
+    add_beside(loaded_directory(lib), &beside);
+    for (auto& d : beside) dirs.emplace_back(d, std::string("beside the process's ") + lib);
   }
-  candidates.push_back("libcupti.so.13");
-  candidates.push_back("libcupti.so.12");
-  for (const auto& c : candidates) {
-    *tried = c;
-    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = getenv(var); root && *root) {
+      dirs.emplace_back(std::string(root) + "/lib64", std::string("$") + var);
+      dirs.emplace_back(std::string(root) + "/extras/CUPTI/lib64", std::string("$") + var);
+    }
+  dirs.emplace_back("/usr/local/cuda/lib64", "the toolkit's default location");
+  dirs.emplace_back("/usr/local/cuda/extras/CUPTI/lib64", "the toolkit's default location");
+  for (const auto& [dir, how] : dirs)
+    for (const char* soname : {"libcupti.so.13", "libcupti.so.12"})
+      if (void* h = try_open(dir + "/" + soname, how, choice)) return h;
+  for (const char* soname : {"libcupti.so.13", "libcupti.so.12"})
+    if (void* h = try_open(soname, "the dynamic linker's search path", choice)) return h;
   return nullptr;
 }
+
+// " (libcupti /x/libcupti.so.13, beside the process's libcudart.so.13)": for every message after
+// the library is open.
+std::string which_cupti(const CuptiChoice& c) { return " (libcupti " + c.path + ", " + c.how + ")"; }
 
 template <class F>
 bool resolve(void* lib, const char* name, F* out) {
@@ -305,13 +385,20 @@ std::string result_text(CUptiResult r) {
 
 CuptiAttach cupti_attach(const Settings& settings) {
   CuptiAttach out;
-  std::string tried;
-  void* lib = open_cupti(settings, &tried, &out.already_loaded);
+  CuptiChoice choice;
+  void* lib = open_cupti(settings, &choice, &out.already_loaded);
   g_library = lib;
   if (!lib) {
-    out.why_not = "libcupti could not be loaded (" + tried + ": " + (dlerror() ? "not found" : "?") + ")";
+    out.why_not = "libcupti could not be loaded: ";
+    if (choice.tried.empty()) out.why_not += "none found";
+    for (size_t i = 0; i < choice.tried.size(); ++i) out.why_not += (i ? "; " : "") + choice.tried[i];
+    if (settings.cupti_path.empty())
+      out.why_not += " (a libcupti beside the process's libcudart, $CUDA_HOME or /usr/local/cuda is used; "
+                     "GAPWATCH_CUPTI_PATH names one)";
     return out;
   }
+  out.library = choice.path;
+  out.how = choice.how;
   bool ok = resolve(lib, "cuptiGetVersion", &g_api.GetVersion) &&
             resolve(lib, "cuptiGetResultString", &g_api.GetResultString) &&
             resolve(lib, "cuptiSubscribe", &g_api.Subscribe) &&
@@ -327,7 +414,7 @@ CuptiAttach cupti_attach(const Settings& settings) {
   resolve(lib, "cuptiActivityFlushPeriod", &g_api.ActivityFlushPeriod);
   resolve(lib, "cuptiActivityRegisterTimestampCallback", &g_api.ActivityRegisterTimestampCallback);
   if (!ok) {
-    out.why_not = "libcupti (" + tried + ") lacks entry points gapwatch needs";
+    out.why_not = "libcupti lacks entry points gapwatch needs" + which_cupti(choice);
     return out;
   }
   uint32_t version = 0;
@@ -336,7 +423,8 @@ CuptiAttach cupti_attach(const Settings& settings) {
   // Activity records are read by the struct layouts of the version that writes them.
   g_records = cupti_record_reader(version);
   if (!g_records) {
-    out.why_not = "libcupti reports version " + std::to_string(version) + ", gapwatch reads " + cupti_versions_read();
+    out.why_not = "libcupti reports version " + std::to_string(version) + ", gapwatch reads " + cupti_versions_read() +
+                  which_cupti(choice);
     return out;
   }
   CUptiResult r;
@@ -350,14 +438,14 @@ CuptiAttach cupti_attach(const Settings& settings) {
     r = g_api.Subscribe_v2(&g_subscriber, on_callback, nullptr, &params);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
       out.why_not = std::string("CUPTI is held by ") + (holder[0] ? holder : "another tool") +
-                    " (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)";
+                    " (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)" + which_cupti(choice);
       return out;
     }
   } else {
     r = g_api.Subscribe(&g_subscriber, on_callback, nullptr);
   }
   if (r != CUPTI_SUCCESS) {
-    out.why_not = "cuptiSubscribe failed: " + result_text(r);
+    out.why_not = "cuptiSubscribe failed: " + result_text(r) + which_cupti(choice);
     return out;
   }
   // Records in CLOCK_MONOTONIC, like the host times, registered before any activity is enabled as

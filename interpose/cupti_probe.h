@@ -1,7 +1,8 @@
 // cupti_probe.h: the primary probe: CUPTI callbacks for API calls, activity records for device work.
 //
 // libcupti is dlopen'ed, never linked (the copy already loaded in the process, else
-// GAPWATCH_CUPTI_PATH, else the toolkit's), and its version must be one gapwatch has the record
+// GAPWATCH_CUPTI_PATH, else the one beside the process's libcudart or libcuda, else the toolkit's:
+// open_cupti in cupti_probe.cpp), and its version must be one gapwatch has the record
 // layouts of (CUPTI 12.4-12.9 and 13: cupti_records.h), since activity records are parsed by
 // their struct layout. Start is split in two because callbacks must
 // find the recorder running: attach() subscribes (and learns whether CUPTI can be had at all);
@@ -22,6 +23,8 @@ struct CuptiAttach {
   uint32_t version = 0;
   std::string why_not;  // for the recording and one stderr line when !ok
   bool already_loaded = false;  // the process had libcupti before gapwatch opened it
+  std::string library;  // the libcupti opened (its real path), "" when none
+  std::string how;      // why that one: "beside the process's libcudart.so.13", "GAPWATCH_CUPTI_PATH"...
 };
 
 CuptiAttach cupti_attach(const Settings& settings);

@@ -131,6 +131,7 @@ void ensure_started() {
     if (cupti.ok) {
       recorder->set_device_record_pull(cupti_flush_finished);
       cupti_enable();
+      log_line(settings, LogLevel::kInfo, "CUPTI %u: %s (%s)", cupti.version, cupti.library.c_str(), cupti.how.c_str());
       // Without LD_PRELOAD another CUPTI client here cannot share with gapwatch: it is refused a
       // subscription (older Kineto: torch.profiler traces CPU only) or takes the activity API
       // (current Kineto: gapwatch goes blind). Said once, where such a client is likely: the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# scripts/demo.sh: the five-minute tour. Builds what is needed (scripts/setup.sh), then runs the
-# data-bound scenario on the simulated GPU and shows what happened, with the ground truth the
-# simulator recorded. Output goes to out/demo/ (or $GAPWATCH_DEMO_OUT).
+# scripts/demo.sh: the five-minute tour. Builds gapwatch and the simulated CUDA stack
+# (scripts/setup.sh --try: no test tooling, no tests), then runs the data-bound scenario on the
+# simulated GPU and shows what happened, with the ground truth the simulator recorded. Output goes
+# to out/demo/ (or $GAPWATCH_DEMO_OUT).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,7 +14,7 @@ sim="$build_dir/bin/gapwatch-sim"
 
 die() { echo "demo.sh: error: $*" >&2; exit 1; }
 
-scripts/setup.sh
+scripts/setup.sh --try
 [[ -f "$scenario" ]] || die "$scenario is missing: the example scenarios are not in this checkout yet"
 [[ -x "$sim" ]] || die "$sim is missing: the scenario driver (tests/simcuda/workload) is not" \
   "built yet, so there is nothing to demonstrate"
@@ -31,9 +32,9 @@ echo
 echo "1. The job runs under gapwatch, with no change to it; gapwatch prints what it measured:"
 echo "   gapwatch profile -o $profile_dir -- gapwatch-sim $scenario"
 echo
-# GAPWATCH_CUPTI_PATH: the simulated CUPTI. On a real machine gapwatch finds the process's own.
-GAPWATCH_CUPTI_PATH="$build_dir/simcuda/lib/libcupti.so.13" \
-  "$build_dir/bin/gapwatch" profile -o "$profile_dir" -- "$sim" "$scenario" --truth "$truth" --quiet
+# No GAPWATCH_CUPTI_PATH: gapwatch loads the libcupti beside the CUDA runtime the job loaded (here
+# the simulated one in build/simcuda/lib; on a GPU machine the toolkit's or the PyTorch wheel's).
+"$build_dir/bin/gapwatch" profile -o "$profile_dir" -- "$sim" "$scenario" --truth "$truth" --quiet
 echo
 echo "2. The recording and that report stay in $profile_dir/ (gapwatch-report.txt, .json);"
 echo "   gapwatch report $profile_dir/*.gwt draws the report again from the recording."

@@ -181,8 +181,9 @@ int main(int argc, char** argv) {
       ->add_option("--socket", collector.socket_path,
                    "Socket to listen on (default: $XDG_RUNTIME_DIR/gapwatch/collector.sock, else "
                    "/tmp/gapwatch-<uid>/collector.sock); its directory must be 0700 and yours");
-  collector_command->add_option("--output-dir", collector.output_dir, "Directory the recordings go to")
-      ->check(CLI::ExistingDirectory)
+  collector_command
+      ->add_option("--output-dir", collector.output_dir,
+                   "Directory the recordings go to, made (0700, with its parents) if missing")
       ->default_str(".");
   collector_command->add_flag("--exit-when-idle", collector.exit_when_idle,
                               "Exit once a process has connected and every process has disconnected");

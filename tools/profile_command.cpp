@@ -171,6 +171,15 @@ bool printRunReport(const std::string& dir, const ProfileOptions& options, std::
   report.json = options.json;
   report.colour = options.colour;
   if (report.files.empty()) {
+    // The report of a run with no process, so that a script reading stdout still gets a document
+    // that says so; in text the line on stderr is the report (stdout stays the command's own).
+    if (options.json) {
+      std::ostringstream empty;
+      writeReportJson(analysis::RunReport{}, empty);
+      auto document = nlohmann::ordered_json::parse(empty.str());
+      document["nothing_recorded"] = "no process of the command used CUDA";
+      out << document.dump(2) << '\n';
+    }
     err << kPrefix << "nothing was recorded: no process of the command used CUDA (collector log: " << dir
         << "/collector.log)\n";
     return false;

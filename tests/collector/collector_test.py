@@ -588,6 +588,38 @@ class CollectorTest(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode), 0o700)
         self.assertTrue(os.path.isfile(os.path.join(self.dir, "gapwatch-xdg-935.gwt")))
 
+    def test_a_missing_output_directory_is_made_0700_with_its_parents(self):
+        runtime = os.path.join(self.dir, "xdg-mk")
+        os.mkdir(runtime, 0o700)
+        out = os.path.join(self.dir, "new", "recs")
+        env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
+        p = subprocess.Popen([gwtest.GAPWATCH, "collector", "--output-dir", out, "--exit-when-idle"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        sock = os.path.join(runtime, "gapwatch", "collector.sock")
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(sock) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        s.sendall(hello(936, "mk") + goodbye())
+        s.close()
+        _, err = p.communicate(timeout=HANG)
+        self.assertEqual(p.returncode, 0, err)
+        for d in (out, os.path.dirname(out)):
+            self.assertEqual(stat.S_IMODE(os.stat(d).st_mode), 0o700, d)
+        self.assertTrue(os.path.isfile(os.path.join(out, "gapwatch-mk-936.gwt")))
+
+    def test_an_output_directory_that_cannot_be_made_is_refused_in_one_line(self):
+        blocker = os.path.join(self.dir, "a-file")
+        open(blocker, "w").close()
+        for out, why in ((blocker, "it exists and is not a directory"),
+                         (os.path.join(blocker, "recs"), "Not a directory")):
+            with self.subTest(out=out):
+                r = subprocess.run([gwtest.GAPWATCH, "collector", "--output-dir", out, "--socket",
+                                    os.path.join(self.dir, "never.sock")], capture_output=True, text=True, timeout=HANG)
+                self.assertEqual(r.returncode, 1)
+                self.assertEqual(r.stderr, "gapwatch collector: cannot create output directory %s: %s\n" % (out, why))
+
     def test_a_process_finds_the_default_collector_by_itself(self):
         # Neither GAPWATCH_SOCKET nor GAPWATCH_OUTPUT: the library looks for the collector at the
         # default socket, the same place the collector makes by default.

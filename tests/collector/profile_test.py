@@ -201,6 +201,20 @@ class ProfileTest(unittest.TestCase):
         log = read(os.path.join(self.dir, made[0], "collector.log"))
         self.assertIn("listening on " + sock, log)
 
+    def test_a_command_without_cuda_still_gets_a_report_saying_so(self):
+        r = self.profile(["-o", os.path.join(self.dir, "json"), "--json", "--", "sh", "-c", "exit 3"])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        document = json.loads(r.stdout)
+        self.assertEqual(document["processes"], [])
+        self.assertEqual(document["nothing_recorded"], "no process of the command used CUDA")
+        self.assertIn("nothing was recorded", r.stderr)
+        # In text, stdout stays the command's own; the report is the line on stderr.
+        r = self.profile(["-o", os.path.join(self.dir, "text"), "--", "sh", "-c", "echo mine"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "mine\n")
+        self.assertIn("gapwatch profile: nothing was recorded: no process of the command used CUDA (collector log: ",
+                      r.stderr)
+
     def test_default_directories_never_collide(self):
         """Issue 21, item 9: the default directory was named to the second, so a second run that
         started in the same second used the first one's directory (or, once it held files, failed).

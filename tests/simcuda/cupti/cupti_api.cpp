@@ -423,6 +423,7 @@ CUPTI_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** s
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
       *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
       break;
+    case CUPTI_ERROR_UNKNOWN: *str = "CUPTI_ERROR_UNKNOWN"; break;
     default: *str = "CUPTI_ERROR_UNKNOWN"; return CUPTI_ERROR_INVALID_PARAMETER;
   }
   return CUPTI_SUCCESS;
@@ -432,6 +433,9 @@ SUBSCRIBE_V2_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* handle
                                            CUpti_SubscriberParams* params) {
   if (!handle || !callback) return CUPTI_ERROR_INVALID_PARAMETER;
   std::lock_guard<std::mutex> lock(g_subscribe_mu);
+  // A libcupti that does not belong to the process's driver says no more than this: the toolkit's
+  // real one, loaded beside this simulated driver, did (the case gapwatch's message must explain).
+  if (const char* fails = getenv("SIMCUDA_CUPTI_SUBSCRIBE_FAILS"); fails && *fails == '1') return CUPTI_ERROR_UNKNOWN;
   const char* held_by = getenv("SIMCUDA_CUPTI_HELD_BY");
   Subscriber* current = g_subscriber.load();
   if (current || (held_by && *held_by)) {
