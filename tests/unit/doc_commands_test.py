@@ -27,7 +27,8 @@ and not checked):
 - The environment: PATH begins with the build's bin/ (as after installing gapwatch), no
   GAPWATCH_* or CUDA_* variable, LD_PRELOAD or CUDA_INJECTION64_PATH from the caller, and
   XDG_RUNTIME_DIR a private 0700 directory per file (the default collector socket lives there, so
-  no block meets another test's or the user's collector). Nothing else is set: in particular not
+  no block meets another test's or the user's collector), and HOME a private directory per file
+  (so ~/.local in an install example is the scratch directory's). Nothing else is set: in particular not
   GAPWATCH_CUPTI_PATH, which a user of the simulated stack does not need either.
 - A block fails when the library says it could not use CUPTI (its "gapwatch: ... libcupti ..."
   line): the docs' recordings must have the device timeline, found without GAPWATCH_CUPTI_PATH.
@@ -135,6 +136,12 @@ def environment(build, runtime):
                    or k in ("LD_PRELOAD", "LD_LIBRARY_PATH", "XDG_RUNTIME_DIR"))}
     env["PATH"] = os.path.join(build, "bin") + os.pathsep + env.get("PATH", "/usr/bin:/bin")
     env["XDG_RUNTIME_DIR"] = runtime
+    # ~ in a block (an install prefix, a settings file) is the scratch directory's, never the
+    # user's: the docs may write there.
+    env["HOME"] = os.path.join(os.path.dirname(runtime), ".home")
+    os.makedirs(env["HOME"], 0o700, exist_ok=True)
+    for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        env.pop(k, None)
     return env
 
 
