@@ -90,8 +90,8 @@ class AnalyzeEqualsReportJson(unittest.TestCase):
     def test_a_directory_stands_for_its_recordings(self):
         directory = os.path.join(SCRATCH, "run")
         os.makedirs(directory, exist_ok=True)
-        os.link(record("launch-bound"), os.path.join(directory, "rank0.gwt")) if not os.path.exists(
-            os.path.join(directory, "rank0.gwt")) else None
+        if not os.path.exists(os.path.join(directory, "rank0.gwt")):
+            os.link(record("launch-bound"), os.path.join(directory, "rank0.gwt"))
         report = gapwatch.analyze(directory)
         self.assertEqual(report.files, (os.path.join(directory, "rank0.gwt"),))
         self.assertEqual(report.to_dict(), report_json([directory]))
