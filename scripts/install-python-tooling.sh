@@ -4,7 +4,7 @@
 # pybind11, auditwheel, pandas, matplotlib) in a virtual environment, <build dir>/python-tooling-venv,
 # so that the wheel test (tests/python/wheel_test.py) builds the wheel without the network
 # (pip wheel --no-build-isolation) and the API's tests run with pandas. gapwatch does not need it.
-# About 200 MB and 1 to 2 min on a 2-core machine, once. Offline, without python3's venv module,
+# About 300 MB and 20 s (pip cache) to 1.5 min (downloads) on a 2-core machine, once. Offline, without python3's venv module,
 # or with GAPWATCH_SKIP_PYTHON_TOOLING=1, nothing is installed: those tests skip and say so. Exits 0
 # either way; prints one line only when it could not install.
 #

