@@ -6,6 +6,7 @@ Run by the tooling venv's Python (pandas, matplotlib; tests/python/run_with_tool
 build tree's package (<build>/python).
 """
 import json
+import shutil
 import os
 import sys
 import tempfile
@@ -44,6 +45,7 @@ class ExampleNotebook(unittest.TestCase):
         import matplotlib
         matplotlib.use("Agg")  # plt.show() draws nothing, but every plot is still made
         scratch = tempfile.mkdtemp(prefix="gapwatch-notebook-")
+        self.addCleanup(shutil.rmtree, scratch, True)
         profile("data-bound", os.path.join(scratch, "before"))
         profile("healthy", os.path.join(scratch, "after"))
         os.environ["GAPWATCH_NOTEBOOK_BEFORE"] = os.path.join(scratch, "before")

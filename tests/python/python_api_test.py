@@ -8,8 +8,10 @@ pandas cannot be imported) or without (the tables are lists of dicts). With `--p
 tooling venv, ctest's runner (run_with_tooling.sh) skips it instead.
 """
 import collections
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,7 @@ if WANT_PANDAS:
 KINETO = os.path.join(gwtest.REPO, "tests", "data", "kineto")
 TRACES = [os.path.join(KINETO, name) for name in ("b200_train.json.gz", "triton_driver_launches.json.gz")]
 SCRATCH = tempfile.mkdtemp(prefix="gapwatch-python-api-")
+atexit.register(shutil.rmtree, SCRATCH, True)
 
 
 def record(scenario):

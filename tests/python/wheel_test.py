@@ -9,6 +9,7 @@ gives it, and every ELF file in it needs only that policy's libraries or the bun
 Run by the tooling venv's Python (tests/python/run_with_tooling.sh). Prints the build times and
 the wheel's size. GAPWATCH_WHEEL_DIR=DIR keeps the wheels there (else a temporary directory).
 """
+import atexit
 import json
 import os
 import re
@@ -26,6 +27,7 @@ import gwtest  # noqa: E402
 REPO = gwtest.REPO
 BUILD = os.path.abspath(gwtest.BUILD)
 SCRATCH = tempfile.mkdtemp(prefix="gapwatch-wheel-")
+atexit.register(shutil.rmtree, SCRATCH, True)  # the venv, the wheels unpacked, recordings
 WHEELS = os.environ.get("GAPWATCH_WHEEL_DIR") or os.path.join(SCRATCH, "wheels")
 COMPILERS = ("cc", "c++", "gcc", "g++", "clang", "clang++")
 
