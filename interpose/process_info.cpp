@@ -1,13 +1,13 @@
 #include "process_info.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <iterator>
 
 namespace gapwatch {
 namespace {
@@ -34,11 +34,30 @@ bool env_int(const char* name, int32_t* out) {
   return true;
 }
 
+// The whole of a small /proc file, "" when it cannot be read. Plain read(2), not <fstream>: the
+// iostreams pulled libstdc++'s locale machinery (700 KB) into this library, which links libstdc++
+// statically.
+std::string read_proc_file(const char* path) {
+  std::string text;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, size_t(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(fd);
+  return text;
+}
+
 // Process start on CLOCK_MONOTONIC: /proc/self/stat gives it in clock ticks since boot, on
 // CLOCK_BOOTTIME's scale; the two clocks differ by the time spent suspended.
 uint64_t process_start_monotonic() {
-  std::ifstream in("/proc/self/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = read_proc_file("/proc/self/stat");
   size_t close_paren = stat.rfind(')');
   if (close_paren == std::string::npos) return 0;
   // Fields after the command name; starttime is field 22 overall, the 20th after ')'.
@@ -68,8 +87,7 @@ void fill_process_info(HelloInfo* h) {
   h->has_rank = env_int("RANK", &h->rank);
   h->has_local_rank = env_int("LOCAL_RANK", &h->local_rank);
   h->has_world_size = env_int("WORLD_SIZE", &h->world_size);
-  std::ifstream in("/proc/self/cmdline");
-  std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cmd = read_proc_file("/proc/self/cmdline");
   size_t start = 0;
   for (size_t i = 0; i < cmd.size(); ++i)
     if (cmd[i] == '\0') h->command_line.push_back(cmd.substr(start, i - start)), start = i + 1;

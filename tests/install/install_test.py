@@ -78,6 +78,10 @@ class InstallUnderAPrefix(unittest.TestCase):
     def test_installed_library_needs_no_cuda_protobuf_spdlog_fmt_or_cxx_runtime(self):
         self.assertEqual(rules.forbidden_needs(self.library), [])
 
+    def test_installed_library_loads_on_glibc_2_35(self):
+        too_new = [(v, n) for v, n in rules.glibc_versions_needed(self.library) if v > rules.NEWEST_GLIBC]
+        self.assertEqual(too_new, [])
+
     def test_where_prints_the_installed_library(self):
         r = self.run_installed(["--where"])
         self.assertEqual((r.returncode, r.stderr), (0, ""))

@@ -59,12 +59,37 @@ def forbidden_needs(library):
     return [lib for lib in needed if re.search(FORBIDDEN_NEEDED, lib)]
 
 
+# The newest glibc the library may need. It is loaded into the user's process, on the user's
+# distribution: a symbol version that glibc lacks is a fatal error of the dynamic loader, which
+# would stop the job. 2.35 is Ubuntu 22.04's; what needs it is _dl_find_object, which the static
+# libgcc unwinder of Debian 12's GCC uses. arc4random (2.36) came with libstdc++'s iostreams and
+# std::random_device, which the library does not use (process_info.cpp reads /proc with read(2)).
+NEWEST_GLIBC = (2, 35)
+
+
+def glibc_versions_needed(library):
+    """Each GLIBC_x.y version `library` references, with the symbols that need it, newest first."""
+    out = subprocess.run(["objdump", "-T", library], capture_output=True, text=True, check=True)
+    versions = {}
+    for line in out.stdout.splitlines():
+        m = re.search(r"\(GLIBC_(\d+)\.(\d+)(?:\.\d+)?\)\s+(\S+)$", line)
+        if m:
+            versions.setdefault((int(m.group(1)), int(m.group(2))), []).append(m.group(3))
+    if not versions:
+        raise AssertionError("objdump found no GLIBC symbol version in " + library)
+    return sorted(versions.items(), reverse=True)
+
+
 class ExportsAndDependencies(unittest.TestCase):
     def test_exports_only_the_entry_point_hooks_and_gapwatch_symbols(self):
         self.assertEqual(unexpected_exports(gwtest.LIB), set())
 
     def test_needs_no_cuda_protobuf_spdlog_fmt_or_cxx_runtime(self):
         self.assertEqual(forbidden_needs(gwtest.LIB), [])
+
+    def test_loads_on_glibc_2_35(self):
+        too_new = [(v, names) for v, names in glibc_versions_needed(gwtest.LIB) if v > NEWEST_GLIBC]
+        self.assertEqual(too_new, [], "symbols that need a glibc newer than %d.%d" % NEWEST_GLIBC)
 
 
 class NothingWithoutCuda(unittest.TestCase):
