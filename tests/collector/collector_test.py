@@ -569,11 +569,14 @@ class CollectorTest(unittest.TestCase):
                             "%s renamed without an fsync of its directory" % name)
         return renamed
 
-    def test_default_socket_is_in_xdg_runtime_dir(self):
-        runtime = os.path.join(self.dir, "xdg")
+    def one_process_on_the_default_socket(self, runtime_name, output_dir, pid, host):
+        """Runs `gapwatch collector --output-dir output_dir --exit-when-idle` with a fresh 0700
+        XDG_RUNTIME_DIR, streams one process's Hello and Goodbye to its default socket, and returns
+        the socket's path once the collector has exited 0."""
+        runtime = os.path.join(self.dir, runtime_name)
         os.mkdir(runtime, 0o700)
         env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
-        p = subprocess.Popen([gwtest.GAPWATCH, "collector", "--output-dir", self.dir, "--exit-when-idle"], env=env,
+        p = subprocess.Popen([gwtest.GAPWATCH, "collector", "--output-dir", output_dir, "--exit-when-idle"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         sock = os.path.join(runtime, "gapwatch", "collector.sock")
         deadline = time.monotonic() + HANG
@@ -581,30 +584,20 @@ class CollectorTest(unittest.TestCase):
             time.sleep(0.05)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(sock)
-        s.sendall(hello(935, "xdg") + goodbye())
+        s.sendall(hello(pid, host) + goodbye())
         s.close()
         _, err = p.communicate(timeout=HANG)
         self.assertEqual(p.returncode, 0, err)
+        return sock
+
+    def test_default_socket_is_in_xdg_runtime_dir(self):
+        sock = self.one_process_on_the_default_socket("xdg", self.dir, 935, "xdg")
         self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode), 0o700)
         self.assertTrue(os.path.isfile(os.path.join(self.dir, "gapwatch-xdg-935.gwt")))
 
     def test_a_missing_output_directory_is_made_0700_with_its_parents(self):
-        runtime = os.path.join(self.dir, "xdg-mk")
-        os.mkdir(runtime, 0o700)
         out = os.path.join(self.dir, "new", "recs")
-        env = dict(os.environ, XDG_RUNTIME_DIR=runtime)
-        p = subprocess.Popen([gwtest.GAPWATCH, "collector", "--output-dir", out, "--exit-when-idle"], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        sock = os.path.join(runtime, "gapwatch", "collector.sock")
-        deadline = time.monotonic() + HANG
-        while not os.path.exists(sock) and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(sock)
-        s.sendall(hello(936, "mk") + goodbye())
-        s.close()
-        _, err = p.communicate(timeout=HANG)
-        self.assertEqual(p.returncode, 0, err)
+        self.one_process_on_the_default_socket("xdg-mk", out, 936, "mk")
         for d in (out, os.path.dirname(out)):
             self.assertEqual(stat.S_IMODE(os.stat(d).st_mode), 0o700, d)
         self.assertTrue(os.path.isfile(os.path.join(out, "gapwatch-mk-936.gwt")))
