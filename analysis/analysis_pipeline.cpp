@@ -62,12 +62,6 @@ void AnalysisPipeline::beginStages() {
   for (auto& stage : stages_) stage->begin(facts_);
 }
 
-void AnalysisPipeline::noteLateRank(int32_t rank, std::optional<int32_t> world_size) {
-  if (!hello_ || hello_->has_rank()) return;
-  hello_->set_rank(rank);
-  if (world_size) hello_->set_world_size(*world_size);
-}
-
 void AnalysisPipeline::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
   if (hello_) return;  // the first Hello describes the stream
   hello_ = hello;
@@ -166,6 +160,7 @@ ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHea
   // Cut short: inside a frame (the file), or without the Goodbye every finished recording ends with.
   result.truncated = read.summary.truncated || !health.has_goodbye;
   result.late_events = window_.lateEvents();
+  result.window_events = window_.events();
   for (auto& stage : stages_) stage->contribute(result);
   if (result.source.kineto_trace) result.source.not_in_trace = notInTrace(result);
   return result;
@@ -175,6 +170,7 @@ ProcessAnalysis AnalysisPipeline::snapshot() const {
   ProcessAnalysis result;
   writeProcessFacts(result);
   result.late_events = window_.lateEvents();
+  result.window_events = window_.events();
   for (const auto& stage : stages_) stage->snapshot(result);
   return result;
 }

@@ -122,6 +122,22 @@ struct IdleGap {  // one of the longest gaps, for the report
   // The call that queued `after` (its launch), when recorded: often `call` itself; when not, the
   // launching thread went on from `call` to it (a 6 s cudaFree, then a 3 s cudaLaunchKernel).
   GapCall queued_by;
+  // The part of by_cause_ns (and of host_by_part_ns) with evidence of compilation or first-time
+  // work (reader/warmup_names.h): the launching thread inside a module load, a library's
+  // set-up or graph capture, inside a torch.compile range, or in the first launch of a kernel.
+  // A stall's warm-up is this, never the whole stall (docs/analysis.md, "Stalls and warm-up").
+  std::array<uint64_t, kIdleCauseCount> warmup_by_cause_ns{};
+  std::array<uint64_t, kHostPartCount> warmup_host_by_part_ns{};
+  // What the evidence was, by name ("cuModuleLoadData", "Torch-Compiled Region", "first launch of
+  // <kernel>"); filled at the end for the gaps kept; "" when the gap has none.
+  std::string warmup_evidence;
+  uint32_t warmup_api_name_id = 0;   // the call's STRING_KIND_API_NAME id, when the evidence was a call
+  uint32_t warmup_range_name_id = 0;  // the range's STRING_KIND_HOST_RANGE_NAME id, when a range
+  bool warmup_first_launch = false;   // the evidence was the first launch of `after`'s kernel
+  // Set by the diagnosis: the gap lies in the process's own first step, all of it warm-up; and how
+  // much of the gap the diagnosis counted as warm-up (docs/analysis.md, "Stalls and warm-up").
+  bool warmup_first_step = false;
+  uint64_t warmup_ns = 0;
 };
 
 struct DeviceAnalysis {
@@ -153,6 +169,13 @@ struct DeviceAnalysis {
   uint64_t after_sync_gaps = 0;                                    // gaps flagged after_sync
   std::array<uint64_t, kIdleCauseCount> after_sync_by_cause_ns{};  // their idle by cause
   std::array<uint64_t, kHostPartCount> after_sync_host_by_part_ns{};  // their host_cpu time by part
+  // Idle with evidence of compilation or first-time work (IdleGap::warmup_by_cause_ns summed over
+  // every gap): the diagnosis's warm-up, whatever the gaps' lengths. Parts of idle_by_cause_ns
+  // and host_cpu_by_part_ns; the after_sync_ ones, of the after-sync gaps' own.
+  std::array<uint64_t, kIdleCauseCount> warmup_by_cause_ns{};
+  std::array<uint64_t, kHostPartCount> warmup_host_by_part_ns{};
+  std::array<uint64_t, kIdleCauseCount> after_sync_warmup_by_cause_ns{};
+  std::array<uint64_t, kHostPartCount> after_sync_warmup_host_by_part_ns{};
   // Sum over after_sync gaps [g0, g1) of min(g1 - g0, B), B the longest blocked time (exit - enter)
   // of a blocked call that returned in [g0, g1) on the gap's thread T (the one that queued the
   // activity ending the gap; any thread when T is unknown): the idle the host could have hidden
@@ -281,6 +304,11 @@ struct StepStats {
   // were timed, their mean and their sample standard deviation (n - 1; 0 with fewer than two).
   uint64_t timed_steps = 0;
   double mean_ns = 0, stddev_ns = 0;
+  // The first complete step: where a process's own first step (its warm-up) lies, and its number
+  // where markers carry one (ProfilerStep#N, STEP_BEGIN's step; 0 when not known). A profiler
+  // window that starts at ProfilerStep#5 skipped the job's warm-up steps.
+  uint64_t first_step_start_ns = 0, first_step_end_ns = 0;
+  uint64_t first_step_number = 0;
 };
 
 struct Finding {              // one cause the diagnosis found, with its evidence and fix
@@ -340,7 +368,10 @@ struct HtaView {
   std::string cut;
   uint64_t gpu_events = 0;          // kept (kernels, copies, memsets, sync records)
   uint64_t gpu_events_dropped = 0;  // left out by the cut, or (with a step) without a CPU call
-  uint64_t kernel_time_us = 0, idle_time_us = 0, compute_time_us = 0, non_compute_time_us = 0;
+  uint64_t kernel_time_us = 0, idle_time_us = 0, non_compute_time_us = 0;
+  // Signed as HTA's is: a few compute kernels under a microsecond, each rounded to a length of -1
+  // (docs/hta-parity.md, rule 4), make it negative (HTA prints -21 us on the corpus's graph_decode).
+  int64_t compute_time_us = 0;
   double idle_time_pctg = 0, compute_time_pctg = 0, non_compute_time_pctg = 0;  // HTA's 2 decimals
   // HTA's non-compute time (kernel time - compute - idle) came out negative: HTA's own
   // get_temporal_breakdown raises an AssertionError on this trace (it asserts it is >= 0). It
@@ -359,9 +390,7 @@ struct HtaView {
 // what the trace does not hold").
 struct RecordingSource {
   bool kineto_trace = false;  // Hello.source == STREAM_SOURCE_KINETO_TRACE
-  // The trace's schemaVersion. Not its traceName: Kineto may write that after traceEvents, where
-  // only a second pass finds it, and the report reads a trace once (KinetoReadOptions::wall_clock).
-  uint32_t trace_schema_version = 0;
+  uint32_t trace_schema_version = 0;  // the trace's schemaVersion
   uint64_t sync_records = 0;  // cuda_sync activity records (without them a stream sync is an upper bound)
   // A trace only: what it does not hold, as keys (kNotInTrace*), in a fixed order.
   std::vector<std::string> not_in_trace;
@@ -385,6 +414,7 @@ struct ProcessAnalysis {
   bool device_timeline = true;   // false in symbol-only mode: host-side numbers only
   bool truncated = false;
   uint64_t late_events = 0;      // arrived after the reordering window had closed past them
+  uint64_t window_events = 0;    // every event the engine was given, late ones included
   uint64_t events_dropped = 0, cupti_records_dropped = 0;
   uint64_t cupti_records_incomplete = 0;  // handed back unfinished by a forced flush, not recorded
   // Calls recorded with their thread's Python stack, and the calls that were to carry one but

@@ -2,6 +2,7 @@
 #include "analysis/device_idle.h"
 
 #include "analysis/quantity_text.h"
+#include "reader/warmup_names.h"
 
 #include <algorithm>
 #include <utility>
@@ -58,7 +59,12 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
   if (!facts_.device_timeline) return;
   advance(call.start_ns);
   queued_by_.add(call);
-  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call), call.api_name_id);
+  // Warm-up calls by kind (the recorder's module loads, graph capture) or by name (a trace's
+  // cuDNN and cuBLAS set-up, which no kind names).
+  const bool warmup = call.kind == v1::API_KIND_MODULE_LOAD || call.kind == v1::API_KIND_CAPTURE_BEGIN ||
+                      call.kind == v1::API_KIND_CAPTURE_END || call.kind == v1::API_KIND_GRAPH_INSTANTIATE ||
+                      (call.api_name_id != 0 && isWarmupName(v1::STRING_KIND_API_NAME, call.api_name_id));
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call), call.api_name_id, warmup);
   if (notePoll(call)) return;
   if (const std::optional<SyncPointKind> kind = classifySyncPoint(call)) {
     BlockedCall blocked;
@@ -107,7 +113,7 @@ bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
 void DeviceIdleStage::onNcclCall(const NcclCallEvent& call) {
   if (!facts_.device_timeline) return;
   advance(call.start_ns);
-  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost, 0);
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost, 0, false);
 }
 
 void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
@@ -126,17 +132,31 @@ void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
   while (!spans.empty() && spans.front().end_ns <= h) spans.pop_front();
   if (range.end_ns <= h) return;  // no gap still to come can overlap it
   const uint64_t max_end = std::max(spans.empty() ? 0 : spans.back().max_end_ns, range.end_ns);
-  spans.push_back({range.start_ns, range.end_ns, max_end, range.kind, range.name_id});
+  const bool warmup = range.name_id != 0 && isWarmupName(v1::STRING_KIND_HOST_RANGE_NAME, range.name_id);
+  spans.push_back({range.start_ns, range.end_ns, max_end, range.kind, range.name_id, warmup});
+}
+
+bool DeviceIdleStage::isWarmupName(v1::StringKind kind, uint32_t name_id) {
+  std::vector<uint8_t>& cache = kind == v1::STRING_KIND_API_NAME ? warmup_api_names_ : warmup_range_names_;
+  if (name_id < cache.size() && cache[name_id] != 0) return cache[name_id] == 2;
+  const std::string* name = strings_ ? strings_->find(kind, name_id) : nullptr;
+  if (!name) return false;
+  const bool warmup = kind == v1::STRING_KIND_API_NAME ? isWarmupApiName(*name) : isWarmupHostRangeName(*name);
+  if (name_id < kMaxNameBits) {
+    if (name_id >= cache.size()) cache.resize(name_id + 1, 0);
+    cache[name_id] = warmup ? 2 : 1;
+  }
+  return warmup;
 }
 
 void DeviceIdleStage::noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns,
-                                     CallCategory category, uint32_t api_name_id) {
+                                     CallCategory category, uint32_t api_name_id, bool warmup) {
   RingQueue<CallSpan>& calls = thread_calls_[thread_id];
   const uint64_t h = horizon();
   while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
   if (exit_ns <= h) return;  // no gap still to come can overlap it
   const uint64_t max_exit = std::max(calls.empty() ? 0 : calls.back().max_exit_ns, exit_ns);
-  calls.push_back({enter_ns, exit_ns, max_exit, category, api_name_id});
+  calls.push_back({enter_ns, exit_ns, max_exit, category, api_name_id, warmup});
 }
 
 void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
@@ -169,6 +189,11 @@ void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
     }
     if (activity.start_ns > device.covered_until_ns) {
       closeGap(device, device.covered_until_ns, activity.start_ns, activity, call);
+    }
+    if (activity.kind == v1::ACTIVITY_KIND_KERNEL && activity.name_id < kMaxNameBits) {
+      std::vector<bool>& seen = device.kernel_names_seen;
+      if (activity.name_id >= seen.size()) seen.resize(std::max<std::size_t>(activity.name_id + 1, seen.size() * 2), false);
+      seen[activity.name_id] = true;
     }
     noteFinisher(device, activity, call);
     if (activity.end_ns > device.covered_until_ns) {
@@ -206,11 +231,14 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
   gap.start_ns = g0;
   gap.end_ns = g1;
   attribute(device, gap, next, next_call);
+  noteFirstLaunch(device, gap, next);
   const uint64_t length = g1 - g0;
   DeviceAnalysis& r = device.result;
   r.gaps.add(length);
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.idle_by_cause_ns[c] += gap.by_cause_ns[c];
   for (std::size_t p = 0; p < kHostPartCount; ++p) r.host_cpu_by_part_ns[p] += gap.host_by_part_ns[p];
+  for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.warmup_by_cause_ns[c] += gap.warmup_by_cause_ns[c];
+  for (std::size_t p = 0; p < kHostPartCount; ++p) r.warmup_host_by_part_ns[p] += gap.warmup_host_by_part_ns[p];
   if (length >= kLongGapNs) r.unknown_host_in_long_gaps_ns += gap.host_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)];
   // A long stretch of host time: where the host came back from it, when the launch that ended it
   // carries the thread's Python stack (the recorder takes one at such a launch).
@@ -229,6 +257,10 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
     ++r.after_sync_gaps;
     for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.after_sync_by_cause_ns[c] += gap.by_cause_ns[c];
     for (std::size_t p = 0; p < kHostPartCount; ++p) r.after_sync_host_by_part_ns[p] += gap.host_by_part_ns[p];
+    for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.after_sync_warmup_by_cause_ns[c] += gap.warmup_by_cause_ns[c];
+    for (std::size_t p = 0; p < kHostPartCount; ++p) {
+      r.after_sync_warmup_host_by_part_ns[p] += gap.warmup_host_by_part_ns[p];
+    }
     // Had the host not waited, it would have done this gap's host work during the wait. The wait
     // is the longest call of the gap's thread that was waiting when the device went idle and
     // returned inside the gap: for `.item()` the pageable copy (hundreds of us), not the short
@@ -340,6 +372,15 @@ void DeviceIdleStage::nameNeighbours(IdleGap& gap) const {
     if (c->known && c->api_name_id != 0 && strings_) c->api_name = strings_->display(v1::STRING_KIND_API_NAME, c->api_name_id);
     if (c->python_stack_id) c->python_site = siteName((uint64_t(1) << 32) | c->python_stack_id, strings_);
   }
+  // The warm-up evidence by name: the call, else the compile range, else the first launch.
+  if (gap.warmup_api_name_id != 0 && strings_) {
+    gap.warmup_evidence = strings_->display(v1::STRING_KIND_API_NAME, gap.warmup_api_name_id);
+  } else if (gap.warmup_range_name_id != 0 && strings_) {
+    const std::string* name = strings_->find(v1::STRING_KIND_HOST_RANGE_NAME, gap.warmup_range_name_id);
+    gap.warmup_evidence = name ? *name : "a torch.compile range";
+  } else if (gap.warmup_first_launch) {
+    gap.warmup_evidence = "first launch of " + (gap.after.name.empty() ? std::string("a kernel") : gap.after.name);
+  }
 }
 
 std::vector<HostReturnSite> DeviceIdleStage::longHostGapSites(uint32_t device) const {
@@ -415,18 +456,29 @@ void DeviceIdleStage::splitByThread(DeviceState& device, uint32_t thread_id, Idl
       const uint64_t a = std::max(c.enter_ns, g0);
       const uint64_t b = std::min(c.exit_ns, g1);
       if (a >= b) continue;
-      edges.push_back({a, c.category, +1});
-      edges.push_back({b, c.category, -1});
+      edges.push_back({a, c.category, +1, &c});
+      edges.push_back({b, c.category, -1, &c});
     }
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; });
   const IdleCause outside = g1 - g0 < options_.launch_threshold_ns ? IdleCause::kLaunchOverhead : IdleCause::kHostCpu;
   std::array<int, kCallCategoryCount> active{};
+  int active_warmup = 0;
+  const CallSpan* warmup_call = nullptr;  // the warm-up call that covered most of the gap
+  uint64_t warmup_call_ns = 0;
   uint64_t cursor = g0;
   std::size_t e = 0;
   while (cursor < g1) {
     while (e < edges.size() && edges[e].t <= cursor) {
       active[static_cast<std::size_t>(edges[e].category)] += edges[e].delta;
+      if (edges[e].call->warmup) {
+        active_warmup += edges[e].delta;
+        const uint64_t covered = std::min(edges[e].call->exit_ns, g1) - std::max(edges[e].call->enter_ns, g0);
+        if (edges[e].delta > 0 && covered > warmup_call_ns) {
+          warmup_call = edges[e].call;
+          warmup_call_ns = covered;
+        }
+      }
       ++e;
     }
     const uint64_t next_edge = e < edges.size() ? edges[e].t : g1;
@@ -434,9 +486,13 @@ void DeviceIdleStage::splitByThread(DeviceState& device, uint32_t thread_id, Idl
     while (category < kCallCategoryCount && active[category] == 0) ++category;
     const IdleCause cause = category < kCallCategoryCount ? kCauseOfCategory[category] : outside;
     causes[causeIndex(cause)] += next_edge - cursor;
-    if (cause == IdleCause::kHostCpu) splitHost(device, thread_id, cursor, next_edge, gap.host_by_part_ns);
+    // Time inside a call that loads code or sets a library up is warm-up, whatever the call's
+    // category made it (a module load is cuda_api, a capture inside a launch launch_overhead).
+    if (active_warmup > 0 && cause != IdleCause::kHostCpu) gap.warmup_by_cause_ns[causeIndex(cause)] += next_edge - cursor;
+    if (cause == IdleCause::kHostCpu) splitHost(device, thread_id, cursor, next_edge, gap);
     cursor = next_edge;
   }
+  if (warmup_call && gap.warmup_api_name_id == 0) gap.warmup_api_name_id = warmup_call->api_name_id;
 }
 
 namespace {
@@ -455,8 +511,21 @@ std::size_t firstReaching(const Queue& spans, uint64_t t) {
 
 }  // namespace
 
-void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b,
-                                std::array<uint64_t, kHostPartCount>& parts) {
+void DeviceIdleStage::noteFirstLaunch(DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next) {
+  // Only a launch call that itself held the gap for a millisecond or more: a launch returns in
+  // microseconds unless it loads the kernel's module (lazy loading) or JIT-compiles it. Its own
+  // time is the evidence; a gap of data loading before a kernel's first launch is not.
+  const std::size_t launch = causeIndex(IdleCause::kLaunchOverhead);
+  if (next.kind != v1::ACTIVITY_KIND_KERNEL || gap.by_cause_ns[launch] < kLongGapNs) return;
+  if (next.name_id >= kMaxNameBits) return;
+  const std::vector<bool>& seen = device.kernel_names_seen;
+  if (next.name_id < seen.size() && seen[next.name_id]) return;
+  gap.warmup_by_cause_ns[launch] = gap.by_cause_ns[launch];
+  gap.warmup_first_launch = true;
+}
+
+void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b, IdleGap& gap) {
+  std::array<uint64_t, kHostPartCount>& parts = gap.host_by_part_ns;
   constexpr std::size_t kInput = static_cast<std::size_t>(HostPart::kInputPipeline);
   constexpr std::size_t kFramework = static_cast<std::size_t>(HostPart::kFramework);
   constexpr std::size_t kOther = static_cast<std::size_t>(HostPart::kOther);
@@ -483,6 +552,7 @@ void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_
   // where they nest), whose name the time goes under.
   std::array<int, 4> open{};
   std::array<const HostSpan*, 4> last{};
+  int open_warmup = 0;  // open torch.compile ranges: their time is warm-up (reader/warmup_names.h)
   uint64_t cursor = a;
   std::size_t e = 0;
   while (cursor < b) {
@@ -491,6 +561,10 @@ void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_
       const std::size_t kind = static_cast<std::size_t>(s->kind);  // 1..3: onHostRange keeps no other
       open[kind] += host_edges_[e].delta;
       if (host_edges_[e].delta > 0) last[kind] = s;
+      if (s->warmup) {
+        open_warmup += host_edges_[e].delta;
+        if (host_edges_[e].delta > 0 && gap.warmup_range_name_id == 0) gap.warmup_range_name_id = s->name_id;
+      }
       ++e;
     }
     const uint64_t next = e < host_edges_.size() ? host_edges_[e].t : b;
@@ -520,6 +594,10 @@ void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_
       name = innermost(v1::HOST_RANGE_KIND_ANNOTATION);
     }
     parts[part] += next - cursor;
+    if (open_warmup > 0) {
+      gap.warmup_host_by_part_ns[part] += next - cursor;
+      gap.warmup_by_cause_ns[causeIndex(IdleCause::kHostCpu)] += next - cursor;
+    }
     device.part_names[part][name] += next - cursor;
     cursor = next;
   }

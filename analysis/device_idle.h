@@ -113,6 +113,7 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t max_exit_ns = 0;  // the largest exit of this call and every earlier one of the thread
     CallCategory category = CallCategory::kCudaApi;
     uint32_t api_name_id = 0;  // for the longest gaps' call
+    bool warmup = false;       // a call that loads code or sets a library up (reader/warmup_names.h)
   };
   // The activity that ended at a device's busy frontier (the first to reach it): the longest
   // gaps' `before`. Ids only: names are looked up for the few gaps kept.
@@ -129,6 +130,7 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t max_end_ns = 0;  // the largest end of this range and every earlier one of the thread
     v1::HostRangeKind kind = v1::HOST_RANGE_KIND_UNSPECIFIED;
     uint32_t name_id = 0;
+    bool warmup = false;  // a torch.compile range (reader/warmup_names.h)
   };
   struct BlockedCall {
     uint64_t enter_ns = 0;
@@ -165,6 +167,9 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t last_stream_id = 0;
     StreamState* last_stream = nullptr;
     std::vector<IdleGap> longest;  // min-heap by length, at most top_n
+    // Kernel names launched on this device so far, by string id: a slow first launch is lazy
+    // module loading. A bit per id (ids are dense); ids past kMaxNameBits count as seen.
+    std::vector<bool> kernel_names_seen;
     // Host time by name, per part (HostLabel): name id -> ns; bounded by the names in the trace.
     std::array<std::unordered_map<uint32_t, uint64_t>, kHostPartCount> part_names;
     FrontierActivity frontier;
@@ -175,13 +180,14 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t t;
     CallCategory category;
     int delta;
+    const CallSpan* call;  // for warm-up evidence
   };
 
   void write(ProcessAnalysis& result) const;
   // Joins a thread's consecutive polls into one blocked call; true when `call` was a poll.
   bool notePoll(const ApiCallEvent& call);
   void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category,
-                      uint32_t api_name_id);
+                      uint32_t api_name_id, bool warmup);
   void advance(uint64_t now_ns);
   void prune();
   uint64_t horizon() const;
@@ -195,8 +201,13 @@ class DeviceIdleStage final : public AnalysisStage {
   void attribute(DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next, const QueuingCall* next_call);
   void splitByThread(DeviceState& device, uint32_t thread_id, IdleGap& gap);
   // [a, b) of host_cpu time on `thread_id`, split by its host ranges into `parts`.
-  void splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b,
-                 std::array<uint64_t, kHostPartCount>& parts);
+  void splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b, IdleGap& gap);
+  // Whether a name id is warm-up evidence (reader/warmup_names.h), cached per id: the text is looked up
+  // once per name, not per event. A name not defined yet is not cached.
+  bool isWarmupName(v1::StringKind kind, uint32_t name_id);
+  // The first launch of `next`'s kernel on the device held most of the gap: lazy loading.
+  void noteFirstLaunch(DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next);
+  static constexpr uint32_t kMaxNameBits = 1u << 22;
   const BlockedCall* drainingSync(const DeviceState& device, uint64_t g0, uint64_t g1,
                                   const DeviceActivityEvent& next, const QueuingCall* next_call) const;
   static bool waitedFor(const BlockedCall& call, uint64_t stream, uint64_t correlation_id, uint64_t queued_ns);
@@ -226,7 +237,9 @@ class DeviceIdleStage final : public AnalysisStage {
   DeviceState* last_device_ = nullptr;
   // Per device state, for horizon() on every call without walking the map.
   std::vector<const DeviceState*> device_list_;
-  mutable std::vector<Edge> edges_;  // splitByThread's scratch, kept to avoid an allocation per gap
+  mutable std::vector<Edge> edges_;
+  // isWarmupName's cache per kind (API names, host range names): 0 not looked up, 1 no, 2 yes.
+  std::vector<uint8_t> warmup_api_names_, warmup_range_names_;  // splitByThread's scratch, kept to avoid an allocation per gap
   // Per thread, its host ranges in start order (pruned like thread_calls_): the outermost ops in
   // one queue, annotations and input ranges (few, but some span a whole step or run, which would
   // hold every op behind them) in another.

@@ -53,34 +53,95 @@ uint64_t estimateHideable(const DeviceAnalysis& device, const ProcessAnalysis& p
   return std::min(device.after_sync_ns, static_cast<uint64_t>(hideable));
 }
 
-// The host_cpu time left after stalls and sync points (`rest`), by what the host was doing: each
-// part loses its own time in the stall gaps, and its share of `taken` (the sync finding's host
-// time) in proportion to its time in after-sync gaps that are not stalls. What rounding leaves
-// goes to unknown, so the parts sum to `rest` exactly.
-void explainHostParts(const DeviceAnalysis& device, const std::vector<const IdleGap*>& stalls, uint64_t rest,
-                      uint64_t taken, bool measured, IdleExplanation& out) {
+// Whether a stall (a gap of `limit` or longer) lies in the process's own first step: only where
+// the recording shows the process start (a recording, not a trace, which begins with the
+// profiler's window) and the first step is the job's first (a marker numbered above 1 says the
+// window skipped the job's first steps). A first step's ordinary gaps are what they are.
+bool inProcessFirstStep(const IdleGap& gap, const ProcessAnalysis& process, uint64_t limit) {
+  const StepStats& s = process.steps;
+  if (process.source.kineto_trace || s.first_step_end_ns == 0 || s.first_step_number > 1) return false;
+  return gapLength(gap) >= limit && gap.start_ns < s.first_step_end_ns;
+}
+
+// A device's idle with warm-up evidence, by cause and host part, in all its gaps and in its
+// after-sync gaps: the engine's per-gap evidence (DeviceAnalysis::warmup_by_cause_ns), plus the
+// rest of each listed gap in the process's own first step.
+struct Warmup {
+  std::array<uint64_t, kIdleCauseCount> by_cause_ns{};
+  std::array<uint64_t, kHostPartCount> host_by_part_ns{};
+  std::array<uint64_t, kIdleCauseCount> after_sync_by_cause_ns{};
+  std::array<uint64_t, kHostPartCount> after_sync_host_by_part_ns{};
+};
+
+Warmup warmupOf(const DeviceAnalysis& device, const ProcessAnalysis& process, uint64_t limit) {
+  Warmup w;
+  for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) {
+    w.by_cause_ns[c] = device.warmup_by_cause_ns[c];
+    w.after_sync_by_cause_ns[c] = device.after_sync_warmup_by_cause_ns[c];
+  }
+  w.host_by_part_ns = device.warmup_host_by_part_ns;
+  w.after_sync_host_by_part_ns = device.after_sync_warmup_host_by_part_ns;
+  for (const IdleGap& gap : device.longest_gaps) {
+    // A stall in which code was loaded (a module load, a kernel's slow first launch) was a
+    // compile: its host time that no host range names went to producing that code. Time that a
+    // range names (data loading, ops) stays what it is.
+    const bool loads_code = gap.warmup_api_name_id != 0 || gap.warmup_first_launch;
+    if (loads_code && gapLength(gap) >= limit && !inProcessFirstStep(gap, process, limit)) {
+      constexpr std::size_t kUnknownPart = static_cast<std::size_t>(HostPart::kUnknown);
+      const uint64_t more = minusClamped(gap.host_by_part_ns[kUnknownPart], gap.warmup_host_by_part_ns[kUnknownPart]);
+      w.by_cause_ns[kHostCpu] += more;
+      w.host_by_part_ns[kUnknownPart] += more;
+      if (gap.after_sync) {
+        w.after_sync_by_cause_ns[kHostCpu] += more;
+        w.after_sync_host_by_part_ns[kUnknownPart] += more;
+      }
+    }
+    if (!inProcessFirstStep(gap, process, limit)) continue;
+    for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) {
+      const uint64_t more = minusClamped(gap.by_cause_ns[c], gap.warmup_by_cause_ns[c]);
+      w.by_cause_ns[c] += more;
+      if (gap.after_sync) w.after_sync_by_cause_ns[c] += more;
+    }
+    for (std::size_t p = 0; p < kHostPartCount; ++p) {
+      const uint64_t more = minusClamped(gap.host_by_part_ns[p], gap.warmup_host_by_part_ns[p]);
+      w.host_by_part_ns[p] += more;
+      if (gap.after_sync) w.after_sync_host_by_part_ns[p] += more;
+    }
+  }
+  for (std::size_t c = 0; c < kIdleCauseCount; ++c) w.by_cause_ns[c] = std::min(w.by_cause_ns[c], device.idle_by_cause_ns[c]);
+  for (std::size_t p = 0; p < kHostPartCount; ++p) {
+    w.host_by_part_ns[p] = std::min(w.host_by_part_ns[p], device.host_cpu_by_part_ns[p]);
+  }
+  return w;
+}
+
+// The host_cpu time left after warm-up and sync points (`rest`), by what the host was doing: each
+// part loses its own warm-up time, and its share of `taken` (the sync finding's host time) in
+// proportion to its time in after-sync gaps (less their warm-up). Data loading is never taken:
+// time in the loader after a sync is the input pipeline's (its workers, not the sync, set how
+// long the host waits for a batch). What rounding leaves goes to unknown, so the parts sum to
+// `rest` exactly.
+void explainHostParts(const DeviceAnalysis& device, const Warmup& warm, uint64_t rest, uint64_t taken, bool measured,
+                      IdleExplanation& out) {
   constexpr std::size_t kUnknown = static_cast<std::size_t>(HostPart::kUnknown);
-  std::array<double, kHostPartCount> stall{}, after_sync{};
+  constexpr std::size_t kInput = static_cast<std::size_t>(HostPart::kInputPipeline);
+  std::array<double, kHostPartCount> after_sync{};
   // Not measured per gap (a recording without the after-sync detail, whose after_sync_by_cause_ns
   // are all 0): each part's share of idle, as explainDevice estimates each cause's.
   for (std::size_t p = 0; p < kHostPartCount; ++p) {
-    after_sync[p] = measured ? static_cast<double>(device.after_sync_host_by_part_ns[p])
+    after_sync[p] = measured ? static_cast<double>(minusClamped(device.after_sync_host_by_part_ns[p],
+                                                                warm.after_sync_host_by_part_ns[p]))
                              : static_cast<double>(device.after_sync_ns) *
                                    ratio(static_cast<double>(device.host_cpu_by_part_ns[p]),
                                          static_cast<double>(device.idle_ns));
   }
-  for (const IdleGap* gap : stalls) {
-    for (std::size_t p = 0; p < kHostPartCount; ++p) {
-      stall[p] += static_cast<double>(gap->host_by_part_ns[p]);
-      if (gap->after_sync) after_sync[p] = std::max(0.0, after_sync[p] - static_cast<double>(gap->host_by_part_ns[p]));
-    }
-  }
+  after_sync[kInput] = 0;
   double after_sync_total = 0;
   for (double v : after_sync) after_sync_total += v;
   uint64_t given = 0;
   for (std::size_t p = 0; p < kHostPartCount; ++p) {
     if (p == kUnknown) continue;
-    const double own = std::max(0.0, static_cast<double>(device.host_cpu_by_part_ns[p]) - stall[p]);
+    const double own = static_cast<double>(minusClamped(device.host_cpu_by_part_ns[p], warm.host_by_part_ns[p]));
     const double part_taken = static_cast<double>(taken) * ratio(after_sync[p], after_sync_total);
     const uint64_t left = static_cast<uint64_t>(std::llround(std::max(0.0, own - part_taken)));
     const uint64_t kept = std::min(left, rest - given);
@@ -98,7 +159,9 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   out.after_sync_ns += device.after_sync_ns;
   const auto& cause = device.idle_by_cause_ns;
 
-  // Stalls: gaps far longer than this device's typical long gap.
+  // Stalls: gaps far longer than this device's typical long gap. A stall is a shape, not a cause:
+  // its idle goes to the causes its evidence shows, like any gap's; stalls are listed, and those
+  // with warm-up evidence are the warm-up finding's examples.
   const std::size_t median = medianBucket(device.gaps, kFirstLongBucket);
   uint64_t limit = std::numeric_limits<uint64_t>::max();
   if (median < GapHistogram::kBucketCount) {
@@ -107,36 +170,50 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
     limit = std::max(t.stall_min_ns, saturatingScale(typical, t.stall_factor));
     out.stall_limit_ns = std::max(out.stall_limit_ns, limit);
   }
-  std::array<uint64_t, kIdleCauseCount> stall{};
+  for (const IdleGap& gap : device.longest_gaps) {
+    uint64_t warm = 0;
+    for (uint64_t v : gap.warmup_by_cause_ns) warm += v;
+    const bool first_step = inProcessFirstStep(gap, process, limit);
+    const bool loads_code = (gap.warmup_api_name_id != 0 || gap.warmup_first_launch) && gapLength(gap) >= limit;
+    if ((warm > 0 || first_step || loads_code) && gapLength(gap) >= kLongGapNs) {
+      out.warmup_gaps.push_back(gap);
+      IdleGap& listed = out.warmup_gaps.back();
+      listed.warmup_ns = warm;
+      if (first_step) {
+        listed.warmup_first_step = true;
+        listed.warmup_evidence = "the process's first step";
+        listed.warmup_ns = 0;
+        for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) listed.warmup_ns += gap.by_cause_ns[c];
+      } else if (loads_code) {
+        constexpr std::size_t kUnknownPart = static_cast<std::size_t>(HostPart::kUnknown);
+        listed.warmup_ns += minusClamped(gap.host_by_part_ns[kUnknownPart], gap.warmup_host_by_part_ns[kUnknownPart]);
+      }
+    }
+    // A gap the thread spent mostly inside one launch (or copy, event) call is a slow call, a
+    // one-time stall, from stall_min_ns on even when the run's typical long gap is as long.
+    const bool in_call = gapLength(gap) >= t.stall_min_ns && gap.by_cause_ns[kLaunch] * 2 > gapLength(gap);
+    if (gapLength(gap) < limit && !in_call) continue;
+    out.stalls.push_back(gap);
+    if (in_call && (warm > 0 || first_step)) out.one_time_stalls.push_back(gap);
+  }
+  const Warmup warmup = warmupOf(device, process, limit);
+
   std::array<double, kIdleCauseCount> after_sync{};
   const bool measured = device.after_sync_gaps > 0 || device.after_sync_ns == 0;
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) {
-    after_sync[c] = measured ? static_cast<double>(device.after_sync_by_cause_ns[c])
+    after_sync[c] = measured ? static_cast<double>(minusClamped(device.after_sync_by_cause_ns[c],
+                                                                warmup.after_sync_by_cause_ns[c]))
                              : static_cast<double>(device.after_sync_ns) *
                                    ratio(static_cast<double>(cause[c]), static_cast<double>(device.idle_ns));
   }
   if (!measured) out.after_sync_estimated = true;
-  std::vector<const IdleGap*> device_stalls;  // this device's, for explainHostParts
-  for (const IdleGap& gap : device.longest_gaps) {
-    // A gap the thread spent mostly inside one launch (or copy, event) call is a slow call, a
-    // one-time stall, from stall_min_ns on even when the run's typical long gap is as long (a run
-    // whose one long gap is a 300 ms module load). Shorter ones stay launch overhead: a loaded
-    // host preempts a thread inside its launches for milliseconds, many times a second.
-    const bool in_call = gapLength(gap) >= t.stall_min_ns && gap.by_cause_ns[kLaunch] * 2 > gapLength(gap);
-    if (gapLength(gap) < limit && !in_call) continue;
-    out.stalls.push_back(gap);
-    device_stalls.push_back(&gap);
-    if (in_call) out.one_time_stalls.push_back(gap);
-    stall[kHostCpu] += gap.by_cause_ns[kHostCpu];
-    stall[kCudaApi] += gap.by_cause_ns[kCudaApi];
-    stall[kLaunch] += gap.by_cause_ns[kLaunch];
-    if (gap.after_sync) {
-      // The stall is explained as a stall; the sync before it cannot take it as well.
-      for (std::size_t c = 0; c < kIdleCauseCount; ++c) {
-        after_sync[c] = std::max(0.0, after_sync[c] - static_cast<double>(gap.by_cause_ns[c]));
-      }
-    }
-  }
+  // Data loading after a sync is the input pipeline's, not the sync's (explainHostParts).
+  const double input_after_sync =
+      measured ? static_cast<double>(minusClamped(device.after_sync_host_by_part_ns[kInputPart],
+                                                  warmup.after_sync_host_by_part_ns[kInputPart]))
+               : static_cast<double>(device.after_sync_ns) *
+                     ratio(static_cast<double>(device.host_cpu_by_part_ns[kInputPart]), static_cast<double>(device.idle_ns));
+  after_sync[kHostCpu] = std::max(0.0, after_sync[kHostCpu] - input_after_sync);
 
   // Sync points: hideable idle, taken from the host's own time in after-sync gaps: the Python
   // and launches that ran after the sync returned, which the host could have queued before it
@@ -148,26 +225,30 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   out.after_sync_hideable_ns += hideable;
   const double pool = after_sync[kHostCpu] + after_sync[kLaunch];
   const double sync_total = std::min(static_cast<double>(hideable), pool);
-  // Launch overhead of a stall gap is a slow call, not per-kernel overhead: a one-time stall. Only
-  // of a stall, not of every gap over 1 ms: on a loaded host the scheduler preempts a thread inside
-  // its launch calls for milliseconds at a time, many times a second, and that is overhead the
-  // launches pay (the launch-bound scenario under stress-ng lost half its launch overhead to
-  // "one-time stalls" when every gap of 1.024 ms or more was taken for one).
-  const uint64_t long_launch = std::min(cause[kLaunch], stall[kLaunch]);
+  // Launch time with warm-up evidence (a kernel's slow first launch: lazy loading) is a one-time
+  // cost, not per-kernel overhead. Not every slow launch: on a loaded host the scheduler preempts
+  // a thread inside its launch calls for milliseconds at a time, many times a second, and that is
+  // overhead the launches pay.
+  const uint64_t long_launch = std::min(cause[kLaunch], warmup.by_cause_ns[kLaunch]);
   std::array<uint64_t, kIdleCauseCount> taken{};
   for (std::size_t c : {kHostCpu, kLaunch}) {
     taken[c] = static_cast<uint64_t>(std::llround(sync_total * ratio(after_sync[c], pool)));
-    taken[c] = std::min(taken[c], minusClamped(cause[c], stall[c]));
+    taken[c] = std::min(taken[c], minusClamped(cause[c], warmup.by_cause_ns[c]));
   }
+  // Host time in the loader can never be taken (it left the pool): the host parts below must
+  // still hold what `taken` takes from them.
+  taken[kHostCpu] = std::min(taken[kHostCpu], minusClamped(minusClamped(cause[kHostCpu], warmup.by_cause_ns[kHostCpu]),
+                                                           minusClamped(device.host_cpu_by_part_ns[kInputPart],
+                                                                        warmup.host_by_part_ns[kInputPart])));
 
-  out.warmup_ns += stall[kHostCpu] + stall[kCudaApi] + long_launch;
+  out.warmup_ns += warmup.by_cause_ns[kHostCpu] + warmup.by_cause_ns[kCudaApi] + long_launch;
   out.long_call_ns += long_launch;
   out.launch_short_gaps += device.launch_overhead_short_gaps;
   out.sync_points_ns += taken[kHostCpu] + taken[kLaunch] + taken[kCudaApi];
-  explainHostParts(device, device_stalls, minusClamped(cause[kHostCpu], stall[kHostCpu] + taken[kHostCpu]),
+  explainHostParts(device, warmup, minusClamped(cause[kHostCpu], warmup.by_cause_ns[kHostCpu] + taken[kHostCpu]),
                    taken[kHostCpu], measured, out);
   out.launch_overhead_ns += minusClamped(cause[kLaunch], long_launch + taken[kLaunch]);
-  out.cuda_api_ns += minusClamped(cause[kCudaApi], stall[kCudaApi] + taken[kCudaApi]);
+  out.cuda_api_ns += minusClamped(cause[kCudaApi], warmup.by_cause_ns[kCudaApi] + taken[kCudaApi]);
   out.pageable_copies_ns += cause[kSyncCopy];
   out.nccl_ns += cause[kNcclHost];
   out.dependency_ns += cause[kDependency];
@@ -204,6 +285,7 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
   const auto longest_first = [](const IdleGap& a, const IdleGap& b) { return gapLength(a) > gapLength(b); };
   std::sort(x.stalls.begin(), x.stalls.end(), longest_first);
   std::sort(x.one_time_stalls.begin(), x.one_time_stalls.end(), longest_first);
+  std::sort(x.warmup_gaps.begin(), x.warmup_gaps.end(), longest_first);
   return x;
 }
 
@@ -455,7 +537,23 @@ void diagnoseReport(AnalysisReport& report, const DiagnosisThresholds& threshold
   diagnoseAcrossRanks(report, thresholds);
 }
 
-std::string verdict(const ProcessAnalysis& process) {
+namespace {
+
+// What the analysis left out, for the verdict line itself: a number that rests on part of the
+// recording says so where it is read, not in a note further down. "" when nothing was.
+std::string leftOut(const ProcessAnalysis& process) {
+  std::string text;
+  if (process.late_events > 0) {
+    text += "; " + formatCount(process.late_events) + " of " + formatCount(process.window_events) + " events (" +
+            formatPercent(ratio(static_cast<double>(process.late_events), static_cast<double>(process.window_events))) +
+            ") left out: they came after the reordering window had passed their time";
+  }
+  const uint64_t dropped = process.events_dropped + process.cupti_records_dropped;
+  if (dropped > 0) text += "; " + formatCount(dropped) + " events dropped by the recorder are not in these numbers";
+  return text;
+}
+
+std::string verdictWithoutLosses(const ProcessAnalysis& process) {
   if (!process.device_timeline) {
     return "Device idle time not measured: the CUPTI activity probe was not active (symbol hooks only); "
            "host-side numbers only";
@@ -485,6 +583,10 @@ std::string verdict(const ProcessAnalysis& process) {
   if (process.notes.empty()) return text + "; no cause of idle time passes its threshold";
   return text + "; no cause of idle time passes its threshold, but see the notes";
 }
+
+}  // namespace
+
+std::string verdict(const ProcessAnalysis& process) { return verdictWithoutLosses(process) + leftOut(process); }
 
 std::string hostPartOfFinding(const std::string& id) {
   if (id == kFindingInputPipeline) return hostPartName(HostPart::kInputPipeline);

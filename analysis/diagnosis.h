@@ -7,11 +7,13 @@
 //
 // Every idle nanosecond of a device is explained by exactly one finding (explainIdle), so the
 // shares a report prints add up to 100 % and the ranking is by the idle time each fix can win:
-//   - warmup:          host_cpu, cuda_api and launch_overhead time of mid-run stalls: gaps far
-//                      longer than the process's typical long gap (compile, recompile on a new
-//                      shape, a checkpoint); a stall the launching thread spent in one slow
-//                      launch, copy or event call is a one-time stall (module load, lazy init,
-//                      JIT), not launch overhead;
+//   - warmup:          the host_cpu, cuda_api and launch_overhead time of stalls (gaps far
+//                      longer than the process's typical long gap) that has evidence of
+//                      compilation or first-time work (reader/warmup_names.h: a module load, a
+//                      library's set-up, graph capture, a torch.compile range, a kernel's slow
+//                      first launch), or all of a stall in the process's own first step where
+//                      the recording shows the process start. A stall is a shape, not a cause:
+//                      its other time goes to the findings below by their rules;
 //   - sync_points:     after-sync idle the host could have hidden had it not waited: per gap, up
 //                      to the time the draining call blocked, taken from the host_cpu and
 //                      launch_overhead time of after-sync gaps (time inside a CUDA call is
@@ -99,7 +101,10 @@ struct IdleExplanation {
   uint64_t after_sync_ns = 0;
   uint64_t after_sync_hideable_ns = 0;  // before capping at the host time of after-sync gaps
   bool after_sync_estimated = false;    // the engine did not fill the after-sync details
-  std::vector<IdleGap> stalls;          // the stall gaps, longest first
+  std::vector<IdleGap> stalls;          // the stall gaps, longest first (whatever their cause)
+  // The listed gaps of 1 ms or more with warm-up evidence (reader/warmup_names.h, or the process's
+  // first step, which warmup_evidence then names), longest first: the warm-up finding's examples.
+  std::vector<IdleGap> warmup_gaps;
   // Launch overhead of the stalls (warmup's: a slow call), and the number of gaps under
   // kLongGapNs that carry some.
   uint64_t long_call_ns = 0;
@@ -144,6 +149,8 @@ void diagnoseReport(AnalysisReport& report, const DiagnosisThresholds& threshold
 
 // The first line of a report: "GPU idle 80.5% of the time; 76% of it waiting on the data pipeline
 // (host CPU)", or what the recording cannot tell.
+// Ends with what the analysis left out, if anything: events that came after the reordering window
+// had passed their time, events the recorder dropped.
 std::string verdict(const ProcessAnalysis& process);
 
 // "a 3.06 s cudaLaunchKernel": a gap's call, by its length and API name.

@@ -18,6 +18,7 @@ inline constexpr std::size_t kSyncCopy = static_cast<std::size_t>(IdleCause::kSy
 inline constexpr std::size_t kCudaApi = static_cast<std::size_t>(IdleCause::kCudaApi);
 inline constexpr std::size_t kNcclHost = static_cast<std::size_t>(IdleCause::kNcclHost);
 inline constexpr std::size_t kDependency = static_cast<std::size_t>(IdleCause::kDependency);
+inline constexpr std::size_t kInputPart = static_cast<std::size_t>(HostPart::kInputPipeline);
 
 // "Long" gaps, for the typical gap a stall is measured against: the log2 buckets from 1.02 ms
 // on. Below that, gaps are launch and sync noise that would make every host pause look like a

@@ -497,67 +497,53 @@ Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_o
 }
 
 Finding warmup(const IdleExplanation& x) {
-  const bool stalls = !x.stalls.empty();
-  // The gap the title names: the longest stall (one_time_stalls are those of them in a call).
-  std::vector<IdleGap> shown = x.stalls;
-  std::stable_sort(shown.begin(), shown.end(), [](const IdleGap& a, const IdleGap& b) { return gapLength(a) > gapLength(b); });
-  const IdleGap* lead = shown.empty() ? nullptr : &shown.front();
-  // The thread sat in a call (a launch, a malloc, a module load), not in Python: a one-time stall.
+  // Only the stalls with warm-up evidence are this finding's (a stall is a shape, not a cause:
+  // the rest of each went to its own cause's finding).
+  const std::vector<IdleGap>& shown = x.warmup_gaps;
+  const bool stalls = !shown.empty();
+  const IdleGap* lead = stalls ? &shown.front() : nullptr;
+  // The thread sat in a call (a launch, a module load), not in Python: a one-time stall.
   const bool in_call = lead && lead->call.known && lead->call.in_gap_ns > 0 &&
                        (mainCause(*lead) == kLaunch || mainCause(*lead) == kCudaApi);
   std::string title;
-  if (in_call) {
-    title = std::string(shown.size() == 1 ? "in a one-time stall: " : "in one-time stalls, the longest ") +
-            callText(lead->call) + (lead->after.name.empty() ? "" : " before " + shortKernelName(lead->after.name, 60));
+  if (stalls && !lead->warmup_evidence.empty()) {
+    title = std::string(shown.size() == 1 ? "in a compile / warm-up stall: " : "in compile / warm-up stalls, the longest: ") +
+            shortKernelName(lead->warmup_evidence, 80);
   } else if (stalls) {
     title = "in compile / warm-up stalls";
-  } else if (x.long_call_ns > 0 && x.leading_ns == 0) {
-    title = "in one-time stalls inside launch calls";
   } else {
     title = "in a long start-up before the first GPU work (compile, warm-up)";
   }
   FindingBuilder f(kFindingWarmup, title, x.warmup_ns, x);
-  for (std::size_t i = 0; i < shown.size() && i < 3; ++i) {
+  uint64_t stall_ns = 0, warm_ns = 0;
+  for (std::size_t i = 0; i < shown.size(); ++i) {
     const IdleGap& gap = shown[i];
+    stall_ns += gapLength(gap);
+    warm_ns += std::min(gap.warmup_ns, gapLength(gap));
+    if (i >= 3) continue;
     const std::string place = gapPlace(gap);
-    f.evidence(i == 0 ? "longest" : "then", formatDuration(gapLength(gap)) + (place.empty() ? "" : ": " + place));
+    f.evidence(i == 0 ? "longest" : "then",
+               formatDuration(gapLength(gap)) + (place.empty() ? "" : ": " + place) + "; warm-up evidence: " +
+                   (gap.warmup_evidence.empty() ? std::string("a compile range") : gap.warmup_evidence));
   }
-  // Worth a line when it is a real part of the finding, not a few launches at stalls' edges.
-  if (!x.one_time_stalls.empty() || (x.long_call_ns > 0 && x.long_call_ns * 10 >= x.warmup_ns)) {
-    f.evidence("in slow launch calls", formatDuration(x.long_call_ns) +
-                                           " of launch_overhead in gaps of 1.02 ms or more: one slow call, not overhead "
-                                           "per kernel");
+  if (x.long_call_ns > 0 && x.long_call_ns * 10 >= x.warmup_ns) {
+    f.evidence("in slow first launches", formatDuration(x.long_call_ns) +
+                                             " of launch calls at a kernel's first launch (lazy module loading)");
     f.number("long_call_ns", static_cast<double>(x.long_call_ns));
     f.number("one_time_stalls", static_cast<double>(x.one_time_stalls.size()));
   }
   if (stalls) {
-    std::string lengths;
-    uint64_t total = 0;
-    for (const IdleGap& gap : x.stalls) {
-      lengths += (lengths.empty() ? "" : ", ") + formatDuration(gapLength(gap));
-      total += gapLength(gap);
-    }
-    f.evidence("stalls", formatCount(x.stalls.size()) + (x.stalls.size() == 1 ? " gap: " : " gaps: ") + lengths);
+    f.evidence("gaps with warm-up evidence",
+               formatCount(shown.size()) + (shown.size() == 1 ? " long gap (" : " long gaps (") +
+                   formatDuration(stall_ns) + "), of which " + formatDuration(warm_ns) +
+                   " warm-up: inside the warm-up work, or host time no range names in a stall that loaded code; "
+                   "the rest of each gap is its own cause's (docs/analysis.md, \"Stalls and warm-up\")");
+    f.number("warmup_gap_ns", static_cast<double>(warm_ns));
     f.number("stalls", static_cast<double>(x.stalls.size()));
-    f.number("stall_ns", static_cast<double>(total));
+    f.number("warmup_gaps", static_cast<double>(shown.size()));
+    f.number("stall_ns", static_cast<double>(stall_ns));
     f.evidence("typical long gap", "up to " + formatDuration(x.typical_long_gap_ns) + "; a stall is " +
                                        formatDuration(x.stall_limit_ns) + " or longer");
-    // What the host was doing in the stalls, where the recording says (Host time): a compile in
-    // Python reads otherwise than an op that autotunes or a data loader that starts its workers.
-    std::array<uint64_t, kHostPartCount> parts{};
-    uint64_t host = 0;
-    for (const IdleGap& gap : x.stalls) {
-      for (std::size_t q = 0; q < kHostPartCount; ++q) parts[q] += gap.host_by_part_ns[q], host += gap.host_by_part_ns[q];
-    }
-    if (host > parts[static_cast<std::size_t>(HostPart::kUnknown)]) {
-      std::string text;
-      for (std::size_t q = 0; q < kHostPartCount; ++q) {
-        if (parts[q] == 0) continue;
-        text += (text.empty() ? "" : ", ") + std::string(hostPartName(static_cast<HostPart>(q))) + " " +
-                formatDuration(parts[q]);
-      }
-      f.evidence("host work in the stalls", text + " (docs/analysis.md, \"Host time\")");
-    }
     f.number("typical_long_gap_ns", static_cast<double>(x.typical_long_gap_ns));
     f.number("stall_limit_ns", static_cast<double>(x.stall_limit_ns));
   }
@@ -569,12 +555,10 @@ Finding warmup(const IdleExplanation& x) {
   }
   f.number("leading_ns", static_cast<double>(x.leading_ns));
   std::string fix;
-  if (in_call || (!stalls && x.long_call_ns > 0)) {
-    fix = "Likely one-time set-up inside the call (indirect: the trace shows the call's length, not why): lazy "
-          "module loading (a kernel's module loads on its first launch), a JIT compile of PTX for this GPU, a "
-          "library's first call (cuBLAS / cuDNN handles, autotuning). Check whether it recurs: if only the first "
-          "launch of each kernel is slow, warm up before timing (or CUDA_MODULE_LOADING=EAGER); if it recurs, "
-          "look for recompiles or new shapes. ";
+  if (in_call || (!stalls && x.long_call_ns > 0) || (lead && lead->warmup_first_launch)) {
+    fix = "One-time set-up inside the call: lazy module loading (a kernel's module loads on its first launch), "
+          "a JIT compile of PTX for this GPU, a library's first call (cuBLAS / cuDNN handles, autotuning). Warm up "
+          "before timing (or CUDA_MODULE_LOADING=EAGER); if it recurs, look for recompiles or new shapes. ";
   }
   fix += "Warm up before timing and keep shapes fixed: compile before the timed loop; pad or bucket sequence "
          "lengths so torch.compile does not recompile on new shapes (or mark the dimension dynamic).";

@@ -17,8 +17,18 @@ constexpr uint64_t kCallMaxAgeNs = 10'000'000'000ull;
 // timestamps is microseconds to milliseconds).
 constexpr uint64_t kAwaitCallNs = 1'000'000'000ull;
 
-int64_t ceilUs(uint64_t ns) { return static_cast<int64_t>(ns / 1000 + (ns % 1000 != 0 ? 1 : 0)); }
-int64_t floorUs(uint64_t ns) { return static_cast<int64_t>(ns / 1000); }
+// HTA's times, as its parser makes them (hta/common/trace_parser.py, round_down_time_stamps): in
+// float64, end = ts + dur, then ts = ceil(ts) and end = floor(end). At an absolute timestamp of
+// 1.7e15 us a float64 holds a quarter of a microsecond, so the end is rounded to that before it is
+// floored: [505583.0, +4.928) ends at 505588, not 505587 (HTA's ns_resolution trace: exact
+// rounding gave 2.94 % idle where HTA gives 2.63 %). A time's double is the nearest one to its
+// decimal value, as the JSON parser makes it: whole microseconds exactly (below 2^53), the
+// fraction added in one rounding.
+double usDouble(uint64_t ns) { return static_cast<double>(ns / 1000) + static_cast<double>(ns % 1000) / 1000.0; }
+int64_t ceilUs(uint64_t ns) { return static_cast<int64_t>(std::ceil(usDouble(ns))); }
+int64_t floorEndUs(uint64_t start_ns, uint64_t end_ns) {
+  return static_cast<int64_t>(std::floor(usDouble(start_ns) + usDouble(end_ns - start_ns)));
+}
 
 // HTA's round(x, 2) of a percentage.
 double round2(double x) { return std::round(x * 100.0) / 100.0; }
@@ -87,7 +97,7 @@ void HtaViewStage::onApiCall(const ApiCallEvent& call) {
   CallTimes times;
   times.graph_launch = call.kind == v1::API_KIND_GRAPH_LAUNCH;
   times.start_us = ceilUs(call.start_ns);
-  times.end_us = floorUs(call.end_ns);
+  times.end_us = floorEndUs(call.start_ns, std::max(call.end_ns, call.start_ns));
   times.launch_stat = launchStatName(call.api_name_id);
   // Of two calls with one id (a driver call inside a runtime call), the first, outer one stays.
   if (!calls_.tryEmplace(call.correlation_id, times).second) return;
@@ -159,7 +169,7 @@ void HtaViewStage::onActivity(const DeviceActivityEvent& activity) {
   // A record shorter than a microsecond can round to an end before its start: [20.2, 20.7) is
   // [21, 20). HTA keeps that length of -1 in every sum (merged intervals, idle per stream, launch
   // GPU time), and so does this view; newer Kineto's ns timestamps make such records common.
-  work.end_us = floorUs(std::max(activity.end_ns, activity.start_ns));
+  work.end_us = floorEndUs(activity.start_ns, std::max(activity.end_ns, activity.start_ns));
   work.stream = static_cast<int64_t>(activity.stream);
   work.sync_record = activity.kind == v1::ACTIVITY_KIND_SYNC;
   switch (activity.kind) {
@@ -356,14 +366,14 @@ void HtaViewStage::contribute(ProcessAnalysis& result) {
     const int64_t idle = kernel_time - all_.total;
     view.kernel_time_us = static_cast<uint64_t>(kernel_time);
     view.idle_time_us = static_cast<uint64_t>(std::max<int64_t>(0, idle));
-    view.compute_time_us = static_cast<uint64_t>(compute_.total);
+    view.compute_time_us = compute_.total;
     view.non_compute_time_us = static_cast<uint64_t>(std::max<int64_t>(0, kernel_time - compute_.total - idle));
     view.hta_asserts_non_compute = kernel_time - compute_.total - idle < 0;
     if (kernel_time > 0) {
-      const auto share = [&](uint64_t part) { return round2(100.0 * static_cast<double>(part) / static_cast<double>(kernel_time)); };
-      view.idle_time_pctg = share(view.idle_time_us);
+      const auto share = [&](int64_t part) { return round2(100.0 * static_cast<double>(part) / static_cast<double>(kernel_time)); };
+      view.idle_time_pctg = share(static_cast<int64_t>(view.idle_time_us));
       view.compute_time_pctg = share(view.compute_time_us);
-      view.non_compute_time_pctg = share(view.non_compute_time_us);
+      view.non_compute_time_pctg = share(static_cast<int64_t>(view.non_compute_time_us));
     }
   }
   for (const auto& [stream, gaps] : streams_) view.idle_breakdown.push_back(gaps.idle);

@@ -11,12 +11,6 @@ void RecordingOverviewBuilder::onHello(const v1::Hello& hello, uint64_t /*offset
   if (!overview_.hello) overview_.hello = hello;  // the first Hello describes the stream
 }
 
-void RecordingOverviewBuilder::noteLateRank(int32_t rank, std::optional<int32_t> world_size) {
-  if (!overview_.hello || overview_.hello->has_rank()) return;
-  overview_.hello->set_rank(rank);
-  if (world_size) overview_.hello->set_world_size(*world_size);
-}
-
 void RecordingOverviewBuilder::noteTime(uint64_t start_ns, uint64_t end_ns) {
   first_event_ns_ = std::min(first_event_ns_, start_ns);
   last_event_ns_ = std::max(last_event_ns_, end_ns);

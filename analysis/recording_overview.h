@@ -46,8 +46,6 @@ struct RecordingOverview {
 class RecordingOverviewBuilder final : public RecordingVisitor {
  public:
   void onHello(const v1::Hello& hello, uint64_t offset) override;
-  // The rank, learnt after the events, of a stream whose Hello had none (ProcessAnalyser::noteLateRank).
-  void noteLateRank(int32_t rank, std::optional<int32_t> world_size);
   void onBatch(const DecodedBatch& batch, const StringTable& strings) override;
   void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override;
   // Without a Goodbye, the recording ends at its last heartbeat if that is later than its events.

@@ -54,6 +54,8 @@ class ReorderWindow {
   void flush();
 
   uint64_t lateEvents() const { return late_events_; }
+  // Every event pushed, placed or late.
+  uint64_t events() const { return sequence_ + late_events_; }
   std::size_t held() const { return held_; }
   std::size_t maxHeld() const { return max_held_; }
 

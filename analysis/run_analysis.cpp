@@ -33,11 +33,6 @@ void ProcessAnalyser::onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offse
   hang_.onHeartbeat(heartbeat, offset);
 }
 
-void ProcessAnalyser::noteLateRank(int32_t rank, std::optional<int32_t> world_size) {
-  pipeline_.noteLateRank(rank, world_size);
-  overview_.noteLateRank(rank, world_size);
-}
-
 ProcessOutcome ProcessAnalyser::finish(const ReadResult& read, const StreamHealth& health) {
   ProcessOutcome outcome;
   outcome.analysis = pipeline_.finish(read, health);
@@ -94,13 +89,7 @@ RunReport analyseRecordingFiles(const std::vector<std::string>& files, const Ana
       // A PyTorch profiler trace, recognised by content (reader/kineto_trace.h): the same analysis.
       // The stages keep a pointer to the trace's string table and resolve names until they finish
       // (in addProcess): `trace` owns it (KinetoReadResult::strings) until then.
-      // The report does not show the wall clock: no second pass for a late baseTimeNanoseconds.
-      // Nor for a late distributedInfo: its rank is taken at the end.
-      KinetoReadOptions read_options;
-      read_options.wall_clock = false;
-      read_options.rank_at_end = true;
-      const KinetoReadResult trace = readKinetoTraceFile(file, process, read_options);
-      if (trace.late_rank) process.noteLateRank(*trace.late_rank, trace.late_world_size);
+      const KinetoReadResult trace = readKinetoTraceFile(file, process);
       if (on_read) on_read(file, trace.read);
       run.addProcess(file, trace.read, trace.health, process);
       continue;

@@ -70,9 +70,6 @@ class ProcessAnalyser final : public RecordingVisitor {
   void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override;
 
   ProcessOutcome finish(const ReadResult& read, const StreamHealth& health);
-  // A rank learnt after the events (a trace's distributedInfo after traceEvents:
-  // KinetoReadResult::late_rank), for a Hello that had none. Before finish().
-  void noteLateRank(int32_t rank, std::optional<int32_t> world_size);
 
   // The engine, for a caller that adds a stage of its own (an exporter) before the first frame.
   AnalysisPipeline& pipeline() { return pipeline_; }

@@ -63,6 +63,9 @@ uint64_t idlePpm(uint64_t length_ns, uint64_t busy_ns) {
 void StepDetectorStage::fillStepSample(const StepSeries& series, StepStats& stats) {
   stats.timed_steps = series.timed;
   stats.mean_ns = series.mean_ns;
+  stats.first_step_start_ns = series.first_start_ns;
+  stats.first_step_end_ns = series.first_end_ns;
+  stats.first_step_number = series.first_number;
   stats.stddev_ns =
       series.timed >= 2 ? std::sqrt(series.squared_deviations / static_cast<double>(series.timed - 1)) : 0.0;
 }
@@ -83,6 +86,11 @@ void StepDetectorStage::StepSeries::end(uint64_t time_ns, uint64_t busy_ns) {
   const uint64_t length_ns = time_ns - open_ns;
   if (listener && *listener) (*listener)(detected, open_ns, time_ns);
   const uint64_t step_busy_ns = busy_ns >= open_busy_ns ? busy_ns - open_busy_ns : 0;
+  if (timed == 0) {
+    first_start_ns = open_ns;
+    first_end_ns = time_ns;
+    first_number = open_number;
+  }
   durations.add(length_ns);
   ++timed;
   const double delta = static_cast<double>(length_ns) - mean_ns;
@@ -165,6 +173,7 @@ void StepDetectorStage::onMarker(const MarkerEvent& marker) {
     case v1::MARKER_KIND_STEP_BEGIN:
       saw_step_markers_ = true;
       marker_steps_.begin(marker.time_ns, busy_ns);
+      marker_steps_.open_number = marker.step;
       break;
     case v1::MARKER_KIND_STEP_END:
       saw_step_markers_ = true;
@@ -494,8 +503,10 @@ void StepDetectorStage::finish() {
   if (marker_steps_.steps > 0) {
     series = &marker_steps_;
     stats_.method = "markers";
-    stats_.how = saw_step_markers_ ? "the program's step markers (STEP_BEGIN/STEP_END)"
-                                   : "NVTX ranges named ProfilerStep#N";
+    // A trace's steps are its ProfilerStep#N ranges, which the import hands over as step markers.
+    stats_.how = kineto_trace_       ? "the trace's ProfilerStep#N ranges"
+                 : saw_step_markers_ ? "the program's step markers (STEP_BEGIN/STEP_END)"
+                                     : "NVTX ranges named ProfilerStep#N";
   } else if (detected_steps_.steps > 0) {
     series = &detected_steps_;
     stats_.method = method_;

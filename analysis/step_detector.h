@@ -70,6 +70,7 @@ class StepDetectorStage final : public AnalysisStage {
   explicit StepDetectorStage(const AnalysisOptions& options = {}, StepDetectorOptions step_options = {});
 
   void setStrings(const StringTable* strings) override { strings_ = strings; }
+  void begin(const RecordingFacts& facts) override { kineto_trace_ = facts.kineto_trace; }
   void onApiCall(const ApiCallEvent& call) override;
   void onActivity(const DeviceActivityEvent& activity) override;
   void onNcclCall(const NcclCallEvent& call) override;
@@ -89,6 +90,7 @@ class StepDetectorStage final : public AnalysisStage {
   void setStepListener(StepListener listener) { step_listener_ = std::move(listener); }
 
  private:
+  bool kineto_trace_ = false;  // steps from a trace's ProfilerStep#N ranges (the how says so)
   static constexpr std::size_t kMaxContext = 4;  // names in a step-start pattern
   static constexpr uint32_t kNoName = UINT32_MAX;  // before the first kernel: matches anything
   using Pattern = std::array<uint32_t, kMaxContext>;  // [0] = the kernel, [1] its predecessor, ...
@@ -106,6 +108,8 @@ class StepDetectorStage final : public AnalysisStage {
     // state, where the sketches give only percentiles.
     uint64_t timed = 0;
     double mean_ns = 0, squared_deviations = 0;
+    uint64_t first_start_ns = 0, first_end_ns = 0;  // the first complete step
+    uint64_t open_number = 0, first_number = 0;     // step numbers from markers (0: none)
     const StepListener* listener = nullptr;  // hears each complete step
     bool detected = false;                   // what the listener is told
     void begin(uint64_t time_ns, uint64_t busy_ns);  // opens a step (closing the open one)

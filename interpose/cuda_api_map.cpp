@@ -259,6 +259,16 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
       return set(e, api_kind::kGraphInstantiate), true;
+    // Code loaded on purpose: Triton's launcher loads each compiled kernel with cuModuleLoadData,
+    // so a recompile shows as a load before the new kernel's first launch (warm-up's evidence:
+    // reader/warmup_names.h). Rare calls: nothing on the launch path.
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
+      return set(e, api_kind::kModuleLoad), true;
     default:
       return false;
   }
@@ -346,6 +356,9 @@ const CUpti_CallbackId kRecordedDriverCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
     CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
     CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams, CUpti_CallbackId(0)};
+    CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams, CUPTI_DRIVER_TRACE_CBID_cuModuleLoad,
+    CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
+    CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary, CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData,
+    CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile, CUpti_CallbackId(0)};
 
 }  // namespace gapwatch

@@ -93,6 +93,8 @@ ApiClass classifyApi(std::string_view full_name) {
       {"cuModuleLoad", v1::API_KIND_MODULE_LOAD, false},
       {"cuModuleLoadData", v1::API_KIND_MODULE_LOAD, false},
       {"cuModuleLoadDataEx", v1::API_KIND_MODULE_LOAD, false},
+      {"cuModuleLoadFatBinary", v1::API_KIND_MODULE_LOAD, false},
+      {"cuLibraryLoadFromFile", v1::API_KIND_MODULE_LOAD, false},
       {"cuLibraryLoadData", v1::API_KIND_MODULE_LOAD, false},
       {"cudaStreamBeginCapture", v1::API_KIND_CAPTURE_BEGIN, false},
       {"cudaStreamBeginCaptureToGraph", v1::API_KIND_CAPTURE_BEGIN, false},

@@ -8,6 +8,16 @@
 namespace gapwatch::kineto {
 
 Category categoryOf(std::string_view cat) {
+  // PyTorch 1.8-1.10 (Kineto before its categories were unified, 2022) wrote capitalised names
+  // for the same events: Kernel, Memcpy, Memset, Runtime, Operator (a cpu_op), Python; and
+  // tools of that time lowercased them. Their events carry the same args (correlation, stream,
+  // device, bytes) and the same copy names (docs/usage.md, "Trace schemas").
+  if (cat == "Kernel") return Category::kKernel;
+  if (cat == "Memcpy" || cat == "memcpy") return Category::kMemcpy;
+  if (cat == "Memset" || cat == "memset") return Category::kMemset;
+  if (cat == "Runtime" || cat == "runtime") return Category::kRuntime;
+  if (cat == "Operator" || cat == "operator") return Category::kCpuOp;
+  if (cat == "Python" || cat == "python") return Category::kPythonFunction;
   if (cat == "kernel") return Category::kKernel;
   if (cat == "gpu_memcpy") return Category::kMemcpy;
   if (cat == "gpu_memset") return Category::kMemset;

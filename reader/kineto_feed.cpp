@@ -17,8 +17,8 @@ constexpr uint64_t kBatchSpanNs = 1'000'000'000;
 
 }  // namespace
 
-Feed::Feed(RecordingVisitor& visitor, KinetoReadResult& result, const TraceMetadata& meta, BeforeHello before_hello, void* context)
-    : visitor_(visitor), result_(result), meta_(meta), before_hello_(before_hello), context_(context),
+Feed::Feed(RecordingVisitor& visitor, KinetoReadResult& result, const TraceMetadata& meta)
+    : visitor_(visitor), result_(result), meta_(meta),
       table_(std::make_shared<StringTable>()) {
   result_.strings = table_;
 }
@@ -188,13 +188,11 @@ void Feed::deliver(DecodedBatch& batch) {
 }
 
 std::optional<std::string> Feed::sendHello(uint64_t first_ns) {
-  if (before_hello_ != nullptr) GW_TRY(before_hello_(context_, first_ns));
   v1::Hello hello;
   hello.set_wire_version(1);
   hello.set_pid(cpu_pid_);
   hello.set_host("");
   if (meta_.rank) hello.set_rank(*meta_.rank);
-  hello_had_rank_ = meta_.rank.has_value();
   if (meta_.world_size) hello.set_world_size(*meta_.world_size);
   hello.add_probes(v1::PROBE_CUPTI_ACTIVITY);
   hello.set_clock(v1::CLOCK_DOMAIN_KINETO_US);
@@ -202,7 +200,7 @@ std::optional<std::string> Feed::sendHello(uint64_t first_ns) {
   hello.set_trace_schema_version(meta_.schema_version);
   hello.set_trace_name(meta_.trace_name);
   hello.set_start_time_ns(first_ns);
-  // Relative times without their base (not looked for: KinetoReadOptions::wall_clock) leave
+  // Relative times without their base (the trace has no baseTimeNanoseconds) leave
   // the wall clock unknown (0) rather than a date in 1970.
   hello.set_start_unix_ns(meta_.has_base_time            ? meta_.base_time_ns + first_ns
                           : first_ns >= kEpochTimesFromNs ? first_ns

@@ -27,9 +27,9 @@ inline constexpr uint64_t kEpochTimesFromNs = uint64_t{1'000'000'000'000'000'000
 // merged by time in front of the first batch that reaches them.
 class Feed {
  public:
-  // `before_hello` completes the metadata Hello needs (it may read the trace a second time).
-  using BeforeHello = std::optional<std::string> (*)(void* context, uint64_t first_time_ns);
-  Feed(RecordingVisitor& visitor, KinetoReadResult& result, const TraceMetadata& meta, BeforeHello before_hello, void* context);
+  // `meta` is complete before the first event is handed over: the reader reads the whole trace
+  // (and so every top-level key) before it hands over any (kineto_event_sorter.h).
+  Feed(RecordingVisitor& visitor, KinetoReadResult& result, const TraceMetadata& meta);
 
   std::optional<std::string> call(const ApiCallEvent& c);
   std::optional<std::string> activity(const DeviceActivityEvent& a);
@@ -42,7 +42,6 @@ class Feed {
   void define(v1::StringKind kind, uint32_t id, std::string text) { strings_.push_back({kind, id, std::move(text)}); }
   void setCpuPid(uint32_t pid) { cpu_pid_ = pid; }
   bool helloSent() const { return hello_sent_; }
-  bool helloHadRank() const { return hello_had_rank_; }
 
   // The end of traceEvents: everything still held goes out.
   std::optional<std::string> finish();
@@ -73,8 +72,6 @@ class Feed {
   RecordingVisitor& visitor_;
   KinetoReadResult& result_;
   const TraceMetadata& meta_;
-  BeforeHello before_hello_;
-  void* context_;
   DecodedBatch batch_;
   std::size_t in_batch_ = 0;
   uint64_t batch_min_ = 0, batch_max_ = 0, last_ns_ = 0;
@@ -91,7 +88,6 @@ class Feed {
   uint64_t api_calls_ = 0, activities_ = 0, markers_ = 0, nccl_calls_ = 0;
   uint32_t cpu_pid_ = 0;
   bool hello_sent_ = false;
-  bool hello_had_rank_ = false;
 };
 
 }  // namespace gapwatch::kineto

@@ -1,6 +1,8 @@
 // reader/kineto_host_ranges.cpp: see kineto_host_ranges.h.
 #include "reader/kineto_host_ranges.h"
 
+#include "reader/warmup_names.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -48,7 +50,9 @@ v1::HostRangeKind hostRangeKindOf(KinetoHostSource source, std::string_view name
     case KinetoHostSource::kUserAnnotation:
       return v1::HOST_RANGE_KIND_ANNOTATION;
     case KinetoHostSource::kPythonFunction:
-      return v1::HOST_RANGE_KIND_UNSPECIFIED;
+      // A compiler's frames are the evidence that a gap was compiling (warmup_names.h); other
+      // frames hold every op below them and say nothing of whether the host was in one.
+      return isWarmupHostRangeName(name) ? v1::HOST_RANGE_KIND_ANNOTATION : v1::HOST_RANGE_KIND_UNSPECIFIED;
   }
   return v1::HOST_RANGE_KIND_UNSPECIFIED;
 }

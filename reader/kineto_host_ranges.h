@@ -11,6 +11,8 @@
 //   - FRAMEWORK_OP: every other cpu_op (aten::, autograd, optimizer and DDP ops, custom ops);
 //   - ANNOTATION: every other user_annotation (not a ProfilerStep, not c10d's nccl:* range,
 //     which the import already turns into an NCCL call), to name the host work outside any op.
+//   - ANNOTATION too: a Python frame of torch.compile's compilers (Dynamo, Inductor, Triton's
+//     compiler: warmup_names.h), the evidence that a gap was compiling.
 // Other Python frames are not sent: they name call sites (kineto_call_sites.h), and a frame
 // holds every op below it, so it would say nothing about whether the host was inside an op.
 //

@@ -7,6 +7,7 @@
 #include "reader/kineto_call_sites.h"
 #include "reader/kineto_event_fields.h"
 #include "reader/kineto_event_filter.h"
+#include "reader/kineto_event_sorter.h"
 #include "reader/kineto_feed.h"
 #include "reader/kineto_host_ranges.h"
 #include "reader/kineto_numbers.h"
@@ -56,12 +57,17 @@ using NameTable = std::unordered_map<std::string, uint32_t, NameHash, std::equal
 class TraceReader {
  public:
   TraceReader(RecordingVisitor& visitor, KinetoReadResult& result, const KinetoReadOptions& options)
-      : result_(result), options_(options), feed_(visitor, result, meta_, &TraceReader::beforeHello, this) {}
+      : result_(result), options_(options), feed_(visitor, result, meta_) {}
 
   std::optional<std::string> read(ByteSource& text) {
     JsonSplitter splitter(text, JsonSplitter::Limits{});
     GW_TRY(walkTopLevel(splitter, metadata_parser_, meta_, &TraceReader::readEvents, this));
     result_.counts.max_buffered_bytes = std::max<uint64_t>(result_.counts.max_buffered_bytes, splitter.maxBuffered());
+    // Every event was read and checked: the mapping sees them in time order.
+    GW_TRY(sorter_.drain([this](const PendingEvent& e) { return applyEvent(e); }));
+    result_.counts.sorted_events = sorter_.events();
+    result_.counts.sort_runs_spilled = sorter_.runsSpilled();
+    result_.counts.max_sort_held = sorter_.maxHeld();
     calls_out_.clear();
     host_events_.flushPolls(calls_out_);
     for (const ApiCallEvent& ready : calls_out_) GW_TRY(feed_.call(ready));
@@ -69,19 +75,12 @@ class TraceReader {
     result_.counts.host = host_events_.counts();
     GW_TRY(feed_.finish());
     result_.counts.held_reordered += call_sites_.reordered();
-    if (options_.rank_at_end && !feed_.helloHadRank() && meta_.rank) {
-      result_.late_rank = meta_.rank;
-      result_.late_world_size = meta_.world_size;
-    }
     feed_.goodbye();
     return std::nullopt;
   }
 
  private:
   static std::optional<std::string> readEvents(void* self, JsonSplitter& s) { return static_cast<TraceReader*>(self)->events(s); }
-  static std::optional<std::string> beforeHello(void* self, uint64_t first_ns) {
-    return static_cast<TraceReader*>(self)->completeMetadata(first_ns);
-  }
 
   // traceEvents, at its '[': cut into elements, parsed a batch of about kParseBatchBytes at a time.
   std::optional<std::string> events(JsonSplitter& s) {
@@ -174,26 +173,6 @@ class TraceReader {
     for (const NcclCallEvent& call : host_events_.takeNcclCalls()) feed_.hold(call);
   }
 
-  uint32_t threadId(const TraceEventFields& raw) {
-    if (!raw.has_tid) return 0;
-    if (raw.tid_is_text) {
-      auto it = text_threads_.find(raw.tid_text);
-      if (it != text_threads_.end()) return it->second;
-      const uint32_t id = next_thread_++;
-      text_threads_.emplace(std::string(raw.tid_text), id);
-      feed_.define(v1::STRING_KIND_THREAD_NAME, id, std::string(raw.tid_text));
-      return id;
-    }
-    auto [it, added] = threads_.emplace(raw.tid, next_thread_);
-    if (added) {
-      ++next_thread_;
-      auto name = thread_names_.find(raw.tid);
-      feed_.define(v1::STRING_KIND_THREAD_NAME, it->second,
-                   name != thread_names_.end() ? name->second : "tid " + std::to_string(raw.tid));
-    }
-    return it->second;
-  }
-
   uint32_t intern(v1::StringKind kind, NameTable& table, std::string_view text) {
     auto it = table.find(text);
     if (it != table.end()) return it->second;
@@ -203,37 +182,34 @@ class TraceReader {
     return id;
   }
 
-  // One element to gapwatch's events: the one place where a Kineto event becomes a gapwatch one.
+  // The text of a used event's name, tid or sync kind, kept once for the sort (kineto_event_sorter.h).
+  uint32_t text(std::string_view t) {
+    auto it = text_ids_.find(t);
+    if (it != text_ids_.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(texts_.size());
+    texts_.emplace_back(t);
+    text_ids_.emplace(std::string(t), id);
+    return id;
+  }
+  std::string_view textOf(uint32_t id) const { return texts_[id]; }
+
+  // One element, first pass: checked and read into a PendingEvent for the sort, or (metadata)
+  // taken at once. Every refusal of a used event is made here, naming the element.
   std::optional<std::string> mapEvent(const TraceEventFields& raw, uint64_t index) {
     if (raw.ph == "M") {
       if (raw.name == "thread_name" && raw.has_tid && !raw.tid_is_text && !raw.arg_name.empty()) {
         thread_names_[raw.tid] = std::string(raw.arg_name);
-        auto known = threads_.find(raw.tid);
-        if (known != threads_.end()) feed_.define(v1::STRING_KIND_THREAD_NAME, known->second, std::string(raw.arg_name));
       }
       return std::nullopt;
     }
     if (raw.ph != "X") return std::nullopt;
     const Category category = raw.category;
     if (category == Category::kSkip) return std::nullopt;
-    uint64_t step = 0;
-    const bool is_step = category == Category::kUserAnnotation && profilerStep(raw.name, step);
-    // What the host was doing: every cpu_op, every other annotation, data-loading Python frames.
-    const bool nccl_range = category == Category::kUserAnnotation && !is_step && ncclOpOfAnnotation(raw.name);
-    v1::HostRangeKind host_kind = v1::HOST_RANGE_KIND_UNSPECIFIED;
-    if (category == Category::kCpuOp) {
-      host_kind = hostRangeKindOf(KinetoHostSource::kCpuOp, raw.name);
-    } else if (category == Category::kUserAnnotation && !is_step && !nccl_range) {
-      host_kind = hostRangeKindOf(KinetoHostSource::kUserAnnotation, raw.name);
-      if (host_kind == v1::HOST_RANGE_KIND_UNSPECIFIED) return std::nullopt;
-    } else if (category == Category::kPythonFunction) {
-      host_kind = hostRangeKindOf(KinetoHostSource::kPythonFunction, raw.name);
-    }
+    const EventRole role = roleOf(category, raw.name);
+    if (role.skip) return std::nullopt;
     // An op or annotation is evidence only: one whose times cannot be read is left out (counted),
     // not a reason to refuse the trace, as before gapwatch read them.
-    const bool evidence_only = (category == Category::kCpuOp && raw.name != "record_param_comms") ||
-                               (category == Category::kUserAnnotation && !is_step && !nccl_range);
-    if (evidence_only) {
+    if (role.evidence_only) {
       uint64_t start = 0, length = 0;
       if (!raw.ts.present || !raw.ts.is_number || !microsToNs(raw.ts.text, start) ||
           (raw.dur.present && (!raw.dur.is_number || !microsToNs(raw.dur.text, length)))) {
@@ -252,21 +228,134 @@ class TraceReader {
     if (raw.dur.present && !microsToNs(raw.dur.text, dur)) {
       return at(index, "dur") + " is not a non-negative decimal number (" + quoted(raw.dur.text) + ")";
     }
-    int64_t correlation = 0, stream = 0, bytes = 0, cbid = 0, device = 0;
-    bool has_correlation = false, has_stream = false, has_bytes = false, has_cbid = false, has_device = false;
-    GW_TRY(intField(raw.correlation, correlation, has_correlation, index, "args.correlation"));
-    GW_TRY(streamField(raw.stream, stream, has_stream, index));
-    GW_TRY(intField(raw.bytes, bytes, has_bytes, index, "args.bytes"));
-    GW_TRY(intField(raw.cbid, cbid, has_cbid, index, "args.cbid"));
-    GW_TRY(intField(raw.device, device, has_device, index, "args.device"));
-    const uint64_t end = eventEnd(ts, dur);
-    if (raw.has_pid && raw.pid >= 0 && raw.pid <= UINT32_MAX && !has_cpu_pid_ &&
-        (category == Category::kRuntime || category == Category::kDriver || category == Category::kUserAnnotation ||
-         category == Category::kCpuOp)) {
-      feed_.setCpuPid(static_cast<uint32_t>(raw.pid));
-      has_cpu_pid_ = true;
+    PendingEvent e;
+    bool has = false;
+    GW_TRY(intField(raw.correlation, e.correlation, has, index, "args.correlation"));
+    if (has) e.flags |= PendingEvent::kHasCorrelation;
+    has = false;
+    GW_TRY(streamField(raw.stream, e.stream, has, index));
+    if (has) e.flags |= PendingEvent::kHasStream;
+    has = false;
+    GW_TRY(intField(raw.bytes, e.bytes, has, index, "args.bytes"));
+    if (has) e.flags |= PendingEvent::kHasBytes;
+    has = false;
+    GW_TRY(intField(raw.cbid, e.cbid, has, index, "args.cbid"));
+    if (has) e.flags |= PendingEvent::kHasCbid;
+    has = false;
+    GW_TRY(intField(raw.device, e.device, has, index, "args.device"));
+    if (has) e.flags |= PendingEvent::kHasDevice;
+    e.ts_ns = ts;
+    e.end_ns = eventEnd(ts, dur);
+    e.index = index;
+    e.category = category;
+    e.name = text(raw.name);
+    if (raw.has_pid) {
+      e.flags |= PendingEvent::kHasPid;
+      e.pid = raw.pid;
+    }
+    if (raw.has_tid) {
+      e.flags |= PendingEvent::kHasTid;
+      if (raw.tid_is_text) {
+        e.flags |= PendingEvent::kTidIsText;
+        e.tid_text = text(raw.tid_text);
+      } else {
+        e.tid = raw.tid;
+      }
+    }
+    if (!raw.sync_kind.empty()) e.sync_kind = text(raw.sync_kind);
+    if (category == Category::kCpuOp && raw.name == "record_param_comms") {
+      comms_args_.push_back(raw.comms);
+      e.comms = static_cast<uint32_t>(comms_args_.size());
     }
     first_used_ns_ = std::min(first_used_ns_, ts);
+    return sorter_.add(e);
+  }
+
+  // What an event is by its category and name: a step, an NCCL range, a host range of some kind.
+  struct EventRole {
+    bool skip = false, is_step = false, nccl_range = false, evidence_only = false;
+    uint64_t step = 0;
+    v1::HostRangeKind host_kind = v1::HOST_RANGE_KIND_UNSPECIFIED;
+  };
+  static EventRole roleOf(Category category, std::string_view name) {
+    EventRole r;
+    // ProfilerStep#N is a user_annotation since PyTorch 2.0, a cpu_op (Operator) before: either
+    // way a step, never a host range (as an op it would hold all of the step's host time).
+    r.is_step = (category == Category::kUserAnnotation || category == Category::kCpuOp) && profilerStep(name, r.step);
+    // What the host was doing: every cpu_op, every other annotation, data-loading Python frames.
+    r.nccl_range = category == Category::kUserAnnotation && !r.is_step && ncclOpOfAnnotation(name);
+    if (category == Category::kCpuOp && !r.is_step) {
+      r.host_kind = hostRangeKindOf(KinetoHostSource::kCpuOp, name);
+    } else if (category == Category::kUserAnnotation && !r.is_step && !r.nccl_range) {
+      r.host_kind = hostRangeKindOf(KinetoHostSource::kUserAnnotation, name);
+      if (r.host_kind == v1::HOST_RANGE_KIND_UNSPECIFIED) r.skip = true;
+    } else if (category == Category::kPythonFunction) {
+      r.host_kind = hostRangeKindOf(KinetoHostSource::kPythonFunction, name);
+    }
+    r.evidence_only = (category == Category::kCpuOp && name != "record_param_comms" && !r.is_step) ||
+                      (category == Category::kUserAnnotation && !r.is_step && !r.nccl_range);
+    return r;
+  }
+
+  // The one total order of a trace's events (kineto_event_sorter.h): by start, the longer first
+  // (a range before what it holds, an outer call before its inner one), then by what the event is
+  // and its own fields, the text compared as text (ids follow the file's order); only events equal
+  // in all of these keep the file's order.
+  bool before(const PendingEvent& a, const PendingEvent& b) const {
+    if (a.ts_ns != b.ts_ns) return a.ts_ns < b.ts_ns;
+    if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+    if (a.category != b.category) return a.category < b.category;
+    if (a.pid != b.pid) return a.pid < b.pid;
+    if (a.tid != b.tid) return a.tid < b.tid;
+    if (a.correlation != b.correlation) return a.correlation < b.correlation;
+    if (a.stream != b.stream) return a.stream < b.stream;
+    if (a.device != b.device) return a.device < b.device;
+    if (a.bytes != b.bytes) return a.bytes < b.bytes;
+    if (a.flags != b.flags) return a.flags < b.flags;
+    if (a.tid_text != b.tid_text) return textOf(a.tid_text) < textOf(b.tid_text);
+    if (a.name != b.name) return textOf(a.name) < textOf(b.name);
+    return false;
+  }
+
+  uint32_t threadId(const PendingEvent& e) {
+    if (!e.has(PendingEvent::kHasTid)) return 0;
+    if (e.has(PendingEvent::kTidIsText)) {
+      const std::string_view tid_text = textOf(e.tid_text);
+      auto it = text_threads_.find(tid_text);
+      if (it != text_threads_.end()) return it->second;
+      const uint32_t id = next_thread_++;
+      text_threads_.emplace(std::string(tid_text), id);
+      feed_.define(v1::STRING_KIND_THREAD_NAME, id, std::string(tid_text));
+      return id;
+    }
+    auto [it, added] = threads_.emplace(e.tid, next_thread_);
+    if (added) {
+      ++next_thread_;
+      auto name = thread_names_.find(e.tid);
+      feed_.define(v1::STRING_KIND_THREAD_NAME, it->second,
+                   name != thread_names_.end() ? name->second : "tid " + std::to_string(e.tid));
+    }
+    return it->second;
+  }
+
+  // One event, second pass, in time order: the one place where a Kineto event becomes a
+  // gapwatch one.
+  std::optional<std::string> applyEvent(const PendingEvent& e) {
+    const Category category = e.category;
+    const std::string_view name = textOf(e.name);
+    const EventRole role = roleOf(category, name);
+    const uint64_t ts = e.ts_ns, end = e.end_ns;
+    if (e.has(PendingEvent::kHasPid) && e.pid >= 0 && e.pid <= UINT32_MAX && !has_cpu_pid_ &&
+        (category == Category::kRuntime || category == Category::kDriver || category == Category::kUserAnnotation ||
+         category == Category::kCpuOp)) {
+      feed_.setCpuPid(static_cast<uint32_t>(e.pid));
+      has_cpu_pid_ = true;
+    }
+    if (role.is_step) {
+      holdStep(e, name, role.step);
+      return std::nullopt;
+    }
+    const bool has_tid_number = e.has(PendingEvent::kHasTid) && !e.has(PendingEvent::kTidIsText);
 
     switch (category) {
       case Category::kKernel:
@@ -274,31 +363,31 @@ class TraceReader {
       case Category::kMemset:
       case Category::kSync: {
         DeviceActivityEvent a;
-        a.device = has_device && device >= 0 ? static_cast<uint32_t>(device)
-                   : raw.has_pid && raw.pid >= 0     ? static_cast<uint32_t>(raw.pid)
-                                                     : 0;
-        a.stream = has_stream ? static_cast<uint64_t>(stream)
-                   : (raw.has_tid && !raw.tid_is_text) ? static_cast<uint64_t>(raw.tid)
-                                                       : 0;
+        a.device = e.has(PendingEvent::kHasDevice) && e.device >= 0 ? static_cast<uint32_t>(e.device)
+                   : e.has(PendingEvent::kHasPid) && e.pid >= 0      ? static_cast<uint32_t>(e.pid)
+                                                                    : 0;
+        a.stream = e.has(PendingEvent::kHasStream) ? static_cast<uint64_t>(e.stream)
+                   : has_tid_number                ? static_cast<uint64_t>(e.tid)
+                                                   : 0;
         a.start_ns = ts;
         a.end_ns = end;
-        a.correlation_id = has_correlation && correlation > 0 ? static_cast<uint64_t>(correlation) : 0;
-        a.bytes = has_bytes && bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
+        a.correlation_id = e.has(PendingEvent::kHasCorrelation) && e.correlation > 0 ? static_cast<uint64_t>(e.correlation) : 0;
+        a.bytes = e.has(PendingEvent::kHasBytes) && e.bytes > 0 ? static_cast<uint64_t>(e.bytes) : 0;
         if (category == Category::kKernel) {
           a.kind = v1::ACTIVITY_KIND_KERNEL;
-          a.name_id = intern(v1::STRING_KIND_KERNEL_NAME, kernel_names_, raw.name);
+          a.name_id = intern(v1::STRING_KIND_KERNEL_NAME, kernel_names_, name);
           ++result_.counts.kernels;
         } else if (category == Category::kMemcpy) {
           a.kind = v1::ACTIVITY_KIND_MEMCPY;
-          parseMemcpyName(raw.name, a);
+          parseMemcpyName(name, a);
           ++result_.counts.memcpys;
         } else if (category == Category::kMemset) {
           a.kind = v1::ACTIVITY_KIND_MEMSET;
-          parseMemsetName(raw.name, a);
+          parseMemsetName(name, a);
           ++result_.counts.memsets;
         } else {
           a.kind = v1::ACTIVITY_KIND_SYNC;
-          a.sync_kind = syncKindFromName(raw.sync_kind.empty() ? raw.name : raw.sync_kind);
+          a.sync_kind = syncKindFromName(e.sync_kind == 0 ? name : textOf(e.sync_kind));
           ++result_.counts.syncs;
         }
         return feed_.activity(a);
@@ -306,21 +395,22 @@ class TraceReader {
       case Category::kRuntime:
       case Category::kDriver: {
         ApiCallEvent c;
-        const ApiClass cls = classifyApi(raw.name);
+        const ApiClass cls = classifyApi(name);
         c.kind = cls.kind;
         c.blocked = cls.blocked;
-        c.thread_id = threadId(raw);
+        c.thread_id = threadId(e);
         c.start_ns = ts;
         c.end_ns = end;
-        c.correlation_id = has_correlation && correlation > 0 ? static_cast<uint64_t>(correlation) : 0;
+        c.correlation_id = e.has(PendingEvent::kHasCorrelation) && e.correlation > 0 ? static_cast<uint64_t>(e.correlation) : 0;
         c.domain = category == Category::kRuntime ? v1::API_DOMAIN_RUNTIME : v1::API_DOMAIN_DRIVER;
-        c.cbid = has_cbid && cbid >= 0 && cbid <= UINT32_MAX ? static_cast<uint32_t>(cbid) : 0;
+        c.cbid = e.has(PendingEvent::kHasCbid) && e.cbid >= 0 && e.cbid <= UINT32_MAX ? static_cast<uint32_t>(e.cbid) : 0;
         // A copy call's size where the writer put it on the call (ROCm); the analysis joins the
         // GPU record's otherwise (AnalysisPipeline::Fanout::onApiCall).
-        if (has_bytes && bytes > 0 && (c.kind == v1::API_KIND_MEMCPY || c.kind == v1::API_KIND_MEMCPY_ASYNC)) {
-          c.bytes = static_cast<uint64_t>(bytes);
+        if (e.has(PendingEvent::kHasBytes) && e.bytes > 0 &&
+            (c.kind == v1::API_KIND_MEMCPY || c.kind == v1::API_KIND_MEMCPY_ASYNC)) {
+          c.bytes = static_cast<uint64_t>(e.bytes);
         }
-        c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, raw.name);
+        c.api_name_id = intern(v1::STRING_KIND_API_NAME, api_names_, name);
         // Where in Python it was made: the innermost python_function around it on its thread.
         if (const std::string* site = call_sites_.siteOf(c.thread_id, c.start_ns, c.end_ns)) {
           c.call_site_id = intern(v1::STRING_KIND_CALL_SITE, call_site_names_, *site);
@@ -331,9 +421,8 @@ class TraceReader {
         ++result_.counts.api_calls;
         if (c.kind == v1::API_KIND_LAUNCH) ++result_.counts.launches;
         if (cpu_side_pending_) {
-          // A CPU block is over (a trace has one; traces joined end to end have several): its
-          // c10d ranges are all in, so the NCCL calls can be checked against each other and held
-          // for the feed, which hands them over by time.
+          // c10d ranges came since the last call: they can be checked against each other (and
+          // against every earlier one) and held for the feed, which hands them over by time.
           cpu_side_pending_ = false;
           holdNcclCalls();
         }
@@ -344,38 +433,23 @@ class TraceReader {
         return std::nullopt;
       }
       case Category::kPythonFunction:
-        call_sites_.onPythonFunction(threadId(raw), ts, end, raw.name);
-        holdHostRange(host_kind, raw, ts, end);
+        call_sites_.onPythonFunction(threadId(e), ts, end, name);
+        holdHostRange(role.host_kind, e, name, ts, end);
         return std::nullopt;
       case Category::kCpuOp:
-        if (raw.name == "record_param_comms") {
-          host_events_.onRecordParamComms(threadId(raw), ts, end, raw.comms);
+        if (e.comms != 0) {
+          host_events_.onRecordParamComms(threadId(e), ts, end, comms_args_[e.comms - 1]);
           cpu_side_pending_ = true;
         }
-        holdHostRange(host_kind, raw, ts, end);
+        holdHostRange(role.host_kind, e, name, ts, end);
         return std::nullopt;
       case Category::kUserAnnotation: {
-        if (nccl_range) {
-          host_events_.onUserAnnotation(threadId(raw), ts, end, raw.name);
+        if (role.nccl_range) {
+          host_events_.onUserAnnotation(threadId(e), ts, end, name);
           cpu_side_pending_ = true;
           return std::nullopt;
         }
-        if (!is_step) {
-          holdHostRange(host_kind, raw, ts, end);
-          return std::nullopt;
-        }
-        // CPU-side: the trace holds these first, long before the device work of their time.
-        MarkerEvent m;
-        m.thread_id = threadId(raw);
-        m.name_id = intern(v1::STRING_KIND_MARKER_NAME, marker_names_, raw.name);
-        m.step = step;
-        m.kind = v1::MARKER_KIND_STEP_BEGIN;
-        m.time_ns = ts;
-        feed_.hold(m);
-        m.kind = v1::MARKER_KIND_STEP_END;
-        m.time_ns = end;
-        feed_.hold(m);
-        ++result_.counts.steps;
+        holdHostRange(role.host_kind, e, name, ts, end);
         return std::nullopt;
       }
       case Category::kSkip: break;
@@ -383,52 +457,39 @@ class TraceReader {
     return std::nullopt;
   }
 
-  void holdHostRange(v1::HostRangeKind kind, const TraceEventFields& raw, uint64_t start_ns, uint64_t end_ns) {
+  // A ProfilerStep#N range: a step's begin and end markers, CPU-side, held by the feed until the
+  // device work of their time.
+  void holdStep(const PendingEvent& e, std::string_view name, uint64_t step) {
+    MarkerEvent m;
+    m.thread_id = threadId(e);
+    m.name_id = intern(v1::STRING_KIND_MARKER_NAME, marker_names_, name);
+    m.step = step;
+    m.kind = v1::MARKER_KIND_STEP_BEGIN;
+    m.time_ns = e.ts_ns;
+    feed_.hold(m);
+    m.kind = v1::MARKER_KIND_STEP_END;
+    m.time_ns = e.end_ns;
+    feed_.hold(m);
+    ++result_.counts.steps;
+  }
+
+  void holdHostRange(v1::HostRangeKind kind, const PendingEvent& e, std::string_view name, uint64_t start_ns,
+                     uint64_t end_ns) {
     if (kind == v1::HOST_RANGE_KIND_UNSPECIFIED) return;
     ranges_out_.clear();
-    const uint32_t thread = threadId(raw);
+    const uint32_t thread = threadId(e);
     // The name is interned only for a range that is kept: most ops are nested in another.
     if (!host_ranges_.add(kind, thread, start_ns, end_ns, 0, ranges_out_)) {
       ++result_.counts.nested_ops;
       return;
     }
     for (HostRangeEvent& r : ranges_out_) {
-      r.name_id = intern(v1::STRING_KIND_HOST_RANGE_NAME, host_range_names_, raw.name);
+      r.name_id = intern(v1::STRING_KIND_HOST_RANGE_NAME, host_range_names_, name);
       feed_.hold(r);
       ++result_.counts.host_ranges;
     }
   }
 
-  // Before the Hello: the metadata it needs may come after traceEvents (nccl_rank-0 has
-  // baseTimeNanoseconds last). Then, if the trace can be read again, a second pass that only
-  // walks the top level (traceEvents skipped by the splitter) finds it.
-  std::optional<std::string> completeMetadata(uint64_t first_ns) {
-    const bool relative = std::min(first_used_ns_, first_ns) < kEpochTimesFromNs;
-    const bool missing = (!meta_.has_distributed_info && !options_.rank_at_end) ||
-                         (relative && !meta_.has_base_time && options_.wall_clock);
-    if (!missing || !options_.reopen) return std::nullopt;
-    std::unique_ptr<ByteSource> again = options_.reopen();
-    if (!again) return std::nullopt;
-    TraceMetadata found;
-    MetadataParser parser;
-    std::unique_ptr<ByteSource> text;
-    GW_TRY(openText(*again, text));
-    JsonSplitter splitter(*text, JsonSplitter::Limits{});
-    if (auto error = walkTopLevel(splitter, parser, found, nullptr, nullptr)) return *error;
-    if (found.has_distributed_info) {
-      meta_.has_distributed_info = true;
-      meta_.rank = found.rank;
-      meta_.world_size = found.world_size;
-    }
-    if (found.has_base_time) {
-      meta_.has_base_time = true;
-      meta_.base_time_ns = found.base_time_ns;
-    }
-    if (meta_.schema_version == 0) meta_.schema_version = found.schema_version;
-    if (meta_.trace_name.empty()) meta_.trace_name = found.trace_name;
-    result_.counts.metadata_passes = 2;
-    return std::nullopt;
-  }
 
  public:
   // The JSON text of a trace source: itself, or inflated when it starts with the gzip magic.
@@ -444,6 +505,12 @@ class TraceReader {
   bool has_cpu_pid_ = false;
   uint64_t first_used_ns_ = UINT64_MAX;
   KinetoHostEvents host_events_;
+  // The first pass's text (names, text tids, sync kinds), each once, and record_param_comms' args.
+  std::vector<std::string> texts_{std::string()};
+  NameTable text_ids_;
+  std::vector<KinetoCommsArgs> comms_args_;
+  KinetoEventSorter sorter_{[this](const PendingEvent& a, const PendingEvent& b) { return before(a, b); },
+                            options_.sort_max_in_memory};
   KinetoCallSites call_sites_;
   NameTable call_site_names_;
   NameTable python_stack_names_;
@@ -627,12 +694,6 @@ KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& 
     result.read.error = ReadError{ReadErrorKind::kCannotRead, source.failure(), 0};
     return result;
   }
-  // A file can be opened again: metadata after traceEvents then costs a second, top-level pass.
-  options.reopen = [path]() -> std::unique_ptr<ByteSource> {
-    auto again = std::make_unique<FileByteSource>(path);
-    if (!again->isOpen()) return nullptr;
-    return again;
-  };
   return readKinetoTrace(source, visitor, options);
 }
 

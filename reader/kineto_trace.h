@@ -55,14 +55,10 @@
 // so it is not compiled per instruction set (which would risk AVX2 copies of shared inline code).
 //
 // Known limits (docs/usage.md, "Reading PyTorch profiler traces"):
-//   - metadata after traceEvents: Hello needs distributedInfo (rank, world size) and, when times
-//     are relative (below 1e15 µs), baseTimeNanoseconds. When either has not come before the
-//     first batch is handed over, a source that can be opened again (KinetoReadOptions.reopen;
-//     every file) is walked a second time at the top level only (traceEvents skipped by the
-//     splitter; .gz inflated again). A source that cannot be reopened gets a Hello without them.
-//   - a trace whose device events are out of order by more than the reorder window (not seen in
-//     any Kineto output), or a ProfilerStep written after the device work of its time, gives
-//     late events (the report counts them) rather than being held whole.
+//   - events in any order: every used event is read, checked and put in time order before any
+//     is handed over (kineto_event_sorter.h: bounded memory, sorted runs on disk for large
+//     traces), so none comes late, and the metadata after traceEvents (distributedInfo,
+//     baseTimeNanoseconds: nccl_rank-0 has it last) is known when the Hello goes out, in one pass.
 //   - one traceEvents element over 64 MiB, or nested over 64 levels, is refused; so is a parsed
 //     top-level value (distributedInfo, baseTimeNanoseconds) over 16 MiB.
 // Errors: a malformed trace (not gzip or JSON, truncated, a gzip stream cut short, wrong types, no
@@ -78,6 +74,7 @@
 #include "reader/stream_decoder.h"
 #include "reader/string_table.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -110,27 +107,19 @@ struct KinetoCounts {
   uint64_t host_ranges = 0, nested_ops = 0, max_held_host_ranges = 0;
   uint64_t host_ranges_unreadable = 0;  // ops and annotations left out: no ts, or a ts or dur not a number
   uint64_t max_buffered_bytes = 0;  // the splitter's buffer at its largest
-  int metadata_passes = 1;          // 2 when metadata after traceEvents needed a second pass
   // Held CPU-side events and Python ranges sorted or merged into order (reader/ordered_appends.h):
   // 0 for a trace whose CPU side is written in time order, however long.
   uint64_t held_reordered = 0;
   KinetoHostCounts host;            // NCCL calls from c10d's ranges, merged polls (kineto_host_events.h)
+  // The used events put in time order (kineto_event_sorter.h), the sorted runs written to a
+  // temporary file for that (0 when they fit in memory), and the most held in memory at once.
+  uint64_t sorted_events = 0, sort_runs_spilled = 0, max_sort_held = 0;
 };
 
 struct KinetoReadOptions {
-  // Opens the same trace again from its start (nullptr when it cannot); empty: it cannot.
-  std::function<std::unique_ptr<ByteSource>()> reopen;
-  // Whether Hello.start_unix_ns is worth a second pass when baseTimeNanoseconds comes after
-  // traceEvents (nccl_rank-0: it doubles the reading time). Only a recording written from the
-  // trace (gapwatch import) keeps it; the report does not show it, so reading for a report
-  // leaves it 0 (unknown) instead. A late distributedInfo (rank, world size) is always looked for.
-  bool wall_clock = true;
-  // Whether a distributedInfo after traceEvents may be handed over at the end, in
-  // KinetoReadResult::late_rank, instead of reading the trace a second time for it before the
-  // Hello. The report shows the rank only at the end, so it takes it from there; a recording
-  // written from the trace (gapwatch import) needs it in its Hello. Without it, every trace that
-  // has no distributedInfo at all (every single-GPU one) was read twice.
-  bool rank_at_end = false;
+  // Used events held in memory while the trace is put in time order; beyond that they go to a
+  // temporary file in sorted runs (kineto_event_sorter.h). Tests make it small.
+  std::size_t sort_max_in_memory = std::size_t{1} << 20;
 };
 
 struct KinetoReadResult {
@@ -141,18 +130,14 @@ struct KinetoReadResult {
   // (AnalysisPipeline does, until ProcessAnalyser::finish), so it lives as long as this result,
   // as a StreamDecoder's table lives as long as the decoder.
   std::shared_ptr<const StringTable> strings;
-  // KinetoReadOptions::rank_at_end: the distributedInfo found after traceEvents, which the Hello
-  // (sent before it was read) lacks.
-  std::optional<int32_t> late_rank, late_world_size;
 };
 
 // Reads a whole trace from `source` and hands it to `visitor` as it goes.
 KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor, const KinetoReadOptions& options);
-// The same, with a source that cannot be opened again.
+// The same, with the default options.
 KinetoReadResult readKinetoTrace(ByteSource& source, RecordingVisitor& visitor);
-// The same, from the file at `path` (which can be opened again).
+// The same, from the file at `path`.
 KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor);
-// The same with options (reopen is filled in: a file can be opened again).
 KinetoReadResult readKinetoTraceFile(const std::string& path, RecordingVisitor& visitor, KinetoReadOptions options);
 
 }  // namespace gapwatch

@@ -623,7 +623,9 @@ void printHta(const ProcessAnalysis& p, std::ostream& out) {
   }
   out << '\n';
   row(out, "temporal") << "kernel time " << formatCount(h.kernel_time_us) << " us: idle " << formatCount(h.idle_time_us)
-                       << " us (" << fixed2(h.idle_time_pctg) << "%), compute " << formatCount(h.compute_time_us)
+                       << " us (" << fixed2(h.idle_time_pctg) << "%), compute "
+                       << (h.compute_time_us < 0 ? "-" + formatCount(static_cast<uint64_t>(-h.compute_time_us))
+                                                 : formatCount(static_cast<uint64_t>(h.compute_time_us)))
                        << " us (" << fixed2(h.compute_time_pctg) << "%), non-compute "
                        << formatCount(h.non_compute_time_us) << " us (" << fixed2(h.non_compute_time_pctg) << "%)\n";
   if (h.hta_asserts_non_compute) {

@@ -26,6 +26,10 @@ NCCL_OPS = {"ncclAllReduce": "all_reduce", "ncclBroadcast": "broadcast", "ncclRe
             "ncclRecv": "recv", "ncclGroupStart": "group_start", "ncclGroupEnd": "group_end",
             "ncclCommInitRank": "comm_init", "ncclCommDestroy": "comm_destroy"}
 DEVICE_KINDS = {"kernel", "memcpy", "memset"}
+# The simulated driver's truth calls a module load "other"; the recorder records these driver calls
+# as module_load (CUPTI callbacks only: no runtime symbol to hook for them).
+MODULE_LOADS = {"cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary",
+                "cuLibraryLoadData", "cuLibraryLoadFromFile"}
 MODES = [("preload", None), ("injection", None), ("preload", {"GAPWATCH_PROBES": "symbols"})]
 
 
@@ -74,6 +78,8 @@ class RecordingMatchesTruth(unittest.TestCase):
                 if symbols_only and c["domain"] == 1:
                     continue  # made by NCCL through the driver: no runtime symbol to hook
                 want[RECORDED_KINDS[c["kind"]]] += 1
+            elif c.get("name") in MODULE_LOADS and not symbols_only:
+                want["module_load"] += 1
         got = collections.Counter(e["kind"] for e in events if e["type"] == "api_call")
         self.assertEqual(got, want, "%s: API calls by kind" % scenario)
 

@@ -255,12 +255,16 @@ TEST_CASE("syncs explain the idle the host could have hidden, not the whole afte
   }
 }
 
-TEST_CASE("mid-run stalls far longer than the typical long gap are compile / warm-up") {
-  // warmup-recompile: 17 data gaps of ~1.5 ms and two recompiles of 71 and 91 ms.
+// warmup-recompile: 17 data gaps of ~1.5 ms and two recompiles of 71 and 91 ms, all host time
+// that no range names; `loads_code`: the recompiles' gaps hold a module load (Triton's
+// cuModuleLoadData), the evidence of a compile.
+static ProcessAnalysis recompileLike(bool loads_code) {
   std::array<uint64_t, kIdleCauseCount> causes{};
   causes[at(IdleCause::kHostCpu)] = 17 * 1500 * kUs + 162 * kMs;
   ProcessAnalysis p = processWith(causes, 0);
   DeviceAnalysis& d = p.devices.front();
+  d.host_cpu_by_part_ns = {};
+  d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] = causes[at(IdleCause::kHostCpu)];
   d.window_end_ns = d.window_start_ns + 360 * kMs;
   d.busy_ns = 360 * kMs - d.idle_ns;
   for (int i = 0; i < 17; ++i) d.gaps.add(1500 * kUs);
@@ -271,14 +275,30 @@ TEST_CASE("mid-run stalls far longer than the typical long gap are compile / war
     gap.start_ns = d.window_start_ns + 10 * kMs;
     gap.end_ns = gap.start_ns + length;
     gap.by_cause_ns[at(IdleCause::kHostCpu)] = length;
+    gap.host_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] = length;
+    if (loads_code && length > 10 * kMs) gap.warmup_api_name_id = 7;
     d.longest_gaps.push_back(gap);
   }
+  return p;
+}
+
+TEST_CASE("a stall is a shape, not a cause: without warm-up evidence its host time is the host's") {
+  ProcessAnalysis p = recompileLike(false);
+  diagnose(p, AnalysisOptions{});
+  REQUIRE_FALSE(p.findings.empty());
+  CHECK(p.findings[0].id == kFindingHostUnknown);
+  for (const Finding& f : p.findings) CHECK(f.id != kFindingWarmup);
+}
+
+TEST_CASE("mid-run stalls that loaded code are compile / warm-up") {
+  ProcessAnalysis p = recompileLike(true);
   diagnose(p, AnalysisOptions{});
   REQUIRE_FALSE(p.findings.empty());
   const Finding& f = p.findings[0];
   CHECK(f.id == kFindingWarmup);
   CHECK(f.idle_ns == 162 * kMs);
   CHECK(number(f, "stalls") == 2);
+  CHECK(number(f, "warmup_gaps") == 2);
   CHECK(number(f, "typical_long_gap_ns") == 2'048'000);  // the bucket [1.024, 2.048) ms
   CHECK(causeOfFinding(f.id) == "host_cpu");
 
@@ -706,9 +726,9 @@ TEST_CASE("host time without evidence is unknown: never the input pipeline's, wi
   CHECK(p.findings[0].fix.find("with_stack=True") != std::string::npos);
 }
 
-TEST_CASE("a stall takes its host time from the parts its own gap holds") {
+TEST_CASE("a stall of data loading is the input pipeline's, not warm-up") {
   // Ten 2 ms framework gaps (typical long gaps up to 2.05 ms: a stall is 16.4 ms or longer), and
-  // one 40 ms gap of data loading: the stall.
+  // one 40 ms gap of data loading: a stall by its length, the input pipeline by its evidence.
   ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 0);
   DeviceAnalysis& d = p.devices.front();
   for (int i = 0; i < 10; ++i) d.gaps.add(2 * kMs);
@@ -721,8 +741,19 @@ TEST_CASE("a stall takes its host time from the parts its own gap holds") {
   stall.host_by_part_ns = {40 * kMs, 0, 0, 0};
   d.longest_gaps = {stall};
   const IdleExplanation x = explainIdle(p);
-  CHECK(x.warmup_ns == 40 * kMs);
-  CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{0, 20 * kMs, 0, 0});
+  CHECK(x.stalls.size() == 1);
+  CHECK(x.warmup_ns == 0);
+  CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{40 * kMs, 20 * kMs, 0, 0});
+
+  SECTION("its time inside a compile range is warm-up, the rest stays the loader's") {
+    d.longest_gaps[0].warmup_by_cause_ns[at(IdleCause::kHostCpu)] = 10 * kMs;
+    d.longest_gaps[0].warmup_host_by_part_ns = {10 * kMs, 0, 0, 0};
+    d.warmup_by_cause_ns[at(IdleCause::kHostCpu)] = 10 * kMs;
+    d.warmup_host_by_part_ns = {10 * kMs, 0, 0, 0};
+    const IdleExplanation y = explainIdle(p);
+    CHECK(y.warmup_ns == 10 * kMs);
+    CHECK(y.host_part_ns == std::array<uint64_t, kHostPartCount>{30 * kMs, 20 * kMs, 0, 0});
+  }
 }
 
 TEST_CASE("launch overhead is a finding only from many short gaps") {
@@ -740,9 +771,9 @@ TEST_CASE("launch overhead is a finding only from many short gaps") {
     // inside launch calls many times a second, so they are not taken for one-time stalls either.
     CHECK(diagnosed(processWith(only(IdleCause::kLaunchOverhead, 6 * kMs), 2)).findings.empty());
   }
-  SECTION("two stalls spent inside a launch call are a slow call: a one-time stall") {
+  SECTION("two stalls spent inside the first launch of a kernel are a one-time stall") {
     // Thirty 1.5 ms host gaps make the typical long gap (a stall is then 16.4 ms or longer), and
-    // two 20 ms gaps in a launch call are stalls.
+    // two 20 ms gaps in a launch call of a kernel's first launch (lazy loading) are stalls.
     std::array<uint64_t, kIdleCauseCount> causes{};
     causes[at(IdleCause::kLaunchOverhead)] = 40 * kMs;
     causes[at(IdleCause::kHostCpu)] = 45 * kMs;
@@ -763,15 +794,26 @@ TEST_CASE("launch overhead is a finding only from many short gaps") {
     gap.after.name = "void conv_kernel<float>(float*)";
     d.gaps.add(20 * kMs);
     d.gaps.add(20 * kMs);
-    d.longest_gaps = {gap, gap};
-    diagnose(p, AnalysisOptions{});
-    REQUIRE(hasFinding(p, kFindingWarmup));
-    CHECK_FALSE(hasFinding(p, kFindingLaunchOverhead));
-    const Finding& f = finding(p, kFindingWarmup);
-    CHECK(f.idle_ns == 40 * kMs);
-    CHECK(f.title == "in one-time stalls, the longest a 20.0 ms cudaLaunchKernel before conv_kernel<float>");
-    CHECK(number(f, "long_call_ns") == 40 * kMs);
-    CHECK(f.fix.find("Likely") != std::string::npos);
+    SECTION("the kernel's first launch: lazy loading") {
+      gap.warmup_first_launch = true;
+      gap.warmup_evidence = "first launch of void conv_kernel<float>(float*)";
+      gap.warmup_by_cause_ns[at(IdleCause::kLaunchOverhead)] = 20 * kMs;
+      d.warmup_by_cause_ns[at(IdleCause::kLaunchOverhead)] = 40 * kMs;
+      d.longest_gaps = {gap, gap};
+      diagnose(p, AnalysisOptions{});
+      REQUIRE(hasFinding(p, kFindingWarmup));
+      CHECK_FALSE(hasFinding(p, kFindingLaunchOverhead));
+      const Finding& f = finding(p, kFindingWarmup);
+      CHECK(f.idle_ns == 40 * kMs);
+      CHECK(f.title == "in compile / warm-up stalls, the longest: first launch of void conv_kernel<float>");
+      CHECK(number(f, "long_call_ns") == 40 * kMs);
+      CHECK(f.fix.find("lazy module loading") != std::string::npos);
+    }
+    SECTION("a kernel launched before: a slow call with no evidence of first-time work is no warm-up") {
+      d.longest_gaps = {gap, gap};
+      diagnose(p, AnalysisOptions{});
+      CHECK_FALSE(hasFinding(p, kFindingWarmup));
+    }
   }
 }
 
@@ -799,10 +841,11 @@ TEST_CASE("small reads to the host are called reads of values wherever a sync ty
   }
 }
 
-TEST_CASE("without the per-gap detail, the sync finding takes host time from each part by its share") {
+TEST_CASE("without the per-gap detail, the sync finding takes host time from each part but the loader by its share") {
   // 24 ms of host time in 240 gaps of 100 us, half in data loading and half outside any op; half
-  // of the idle followed a sync (flagged, but no per-gap detail), whose wait hides each gap: the
-  // sync finding takes 12 ms, 6 ms from each part, not all from the part that comes last.
+  // of the idle followed a sync (flagged, but no per-gap detail), whose wait hides each gap: by
+  // each part's share, 6 ms of the after-sync host time is outside any op, and the sync finding
+  // takes that; the 6 ms in the loader stays the input pipeline's (its workers set that wait).
   ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 24 * kMs), 240);
   DeviceAnalysis& d = p.devices.front();
   d.host_cpu_by_part_ns = {12 * kMs, 0, 12 * kMs, 0};
@@ -813,6 +856,6 @@ TEST_CASE("without the per-gap detail, the sync finding takes host time from eac
   s.idle_after_ns = 12 * kMs;
   const IdleExplanation x = explainIdle(p);
   REQUIRE(x.after_sync_estimated);
-  CHECK(x.sync_points_ns == 12 * kMs);
-  CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{6 * kMs, 0, 6 * kMs, 0});
+  CHECK(x.sync_points_ns == 6 * kMs);
+  CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{12 * kMs, 0, 6 * kMs, 0});
 }

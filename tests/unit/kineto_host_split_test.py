@@ -37,6 +37,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kineto_categories import category, is_step  # noqa: E402
+
 GAPWATCH, REPO_ROOT = sys.argv[1], sys.argv[2]
 DATA = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(REPO_ROOT, "..", "shared", "data", "kineto")
 LAUNCH_THRESHOLD_NS = 30_000
@@ -104,22 +107,24 @@ def without_host_events(path, out_path):
     with gzip.open(path, "rt", encoding="utf-8") as f:
         trace = json.load(f)
     trace["traceEvents"] = [e for e in trace["traceEvents"] if not (
-        e.get("cat") in ("cpu_op", "python_function") or
-        (e.get("cat") == "user_annotation" and not e.get("name", "").startswith("ProfilerStep#")))]
+        category(e) == "python_function" or
+        (category(e) in ("cpu_op", "user_annotation") and not is_step(e.get("name", ""))))]
     with gzip.open(out_path, "wt", encoding="utf-8") as f:
         json.dump(trace, f)
 
 
 def reference(path):
+    # Times as their text: a double holds a microsecond timestamp of today (1.7e15) only to a
+    # quarter microsecond, and ns() reads the text exactly, as gapwatch does.
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
+        events = json.load(f, parse_float=str)["traceEvents"]
     work, calls_by_corr = [], {}
     cuda = {}       # tid -> intervals inside CUDA calls (polls merged) or c10d's NCCL ranges
     ops, inputs, annotated = {}, {}, {}   # tid -> intervals
     any_host = False
     polls = {}      # tid -> (name, start, end) of the open polling run
     for e in sorted((e for e in events if e.get("ph") == "X"), key=lambda e: ns(e["ts"])):
-        cat, name, tid = e.get("cat"), e.get("name", ""), e.get("tid")
+        cat, name, tid = category(e), e.get("name", ""), e.get("tid")
         start = ns(e["ts"])
         end = start + ns(e.get("dur", 0))
         args = e.get("args", {})
@@ -143,13 +148,15 @@ def reference(path):
             else:
                 cuda.setdefault(tid, []).append((start, end))
         elif cat == "cpu_op":
+            if is_step(name):
+                continue
             any_host = True
             (inputs if is_input(name) else ops).setdefault(tid, []).append((start, end))
             collective = args.get("Collective name", "")
             if name == "record_param_comms" and collective.lstrip("_") not in NOT_NCCL:
                 cuda.setdefault(tid, []).append((start, end))
         elif cat == "user_annotation":
-            if name.startswith("ProfilerStep#"):
+            if is_step(name):
                 continue
             if name.startswith("nccl:"):
                 cuda.setdefault(tid, []).append((start, end))

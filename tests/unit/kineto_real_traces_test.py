@@ -20,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kineto_categories import category  # noqa: E402
+
 GAPWATCH, REPO_ROOT = sys.argv[1], sys.argv[2]
 DATA = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(REPO_ROOT, "..", "shared", "data", "kineto")
 
@@ -27,7 +30,11 @@ DATA = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(REPO_ROOT, "..", "
 LAUNCH_NAMES = {
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
     "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cuLaunchCooperativeKernel", "cudaGraphLaunch", "cuGraphLaunch",
+    "cuLaunchCooperativeKernel", "cudaGraphLaunch", "cuGraphLaunch", "__cudaLaunchKernel",
+    # HIP (PyTorch on ROCm), as reader/kineto_api_table.cpp lists them.
+    "hipLaunchKernel", "hipExtLaunchKernel", "hipLaunchCooperativeKernel",
+    "hipLaunchCooperativeKernelMultiDevice", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+    "hipHccModuleLaunchKernel", "hipModuleLaunchCooperativeKernel", "hipGraphLaunch",
 }
 
 
@@ -57,7 +64,7 @@ def api_calls_after_merging(events):
     calls = 0
     pending = {}  # tid -> (name, end)
     for e in events:
-        if e.get("ph") != "X" or e.get("cat") not in ("cuda_runtime", "cuda_driver"):
+        if e.get("ph") != "X" or category(e) not in ("cuda_runtime", "cuda_driver"):
             continue
         tid, name = e.get("tid"), e.get("name", "")
         ts, dur = float(e["ts"]), float(e.get("dur", 0))
@@ -76,9 +83,9 @@ def api_calls_after_merging(events):
 
 
 def nccl_calls(events):
-    comms = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") == "record_param_comms"
+    comms = [e for e in events if e.get("ph") == "X" and category(e) == "cpu_op" and e.get("name") == "record_param_comms"
              and nccl_op(e.get("args", {}).get("Collective name", "")) in NCCL_OPS]
-    annotations = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+    annotations = [e for e in events if e.get("ph") == "X" and category(e) == "user_annotation"
                    and e.get("name", "").startswith("nccl:") and nccl_op(e["name"][5:]) in NCCL_OPS]
     inside = sum(1 for a in annotations if any(
         c["tid"] == a["tid"] and float(c["ts"]) <= float(a["ts"]) and
@@ -89,8 +96,8 @@ def nccl_calls(events):
 def work_without_call(events):
     """Kernels, copies and memsets whose correlation id no runtime or driver call has."""
     calls = {e.get("args", {}).get("correlation") for e in events
-             if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")}
-    return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+             if e.get("ph") == "X" and category(e) in ("cuda_runtime", "cuda_driver")}
+    return sum(1 for e in events if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset")
                and e.get("args", {}).get("correlation") not in calls)
 
 
@@ -106,7 +113,7 @@ def expected_counts(path):
     for e in trace["traceEvents"]:
         if e.get("ph") != "X":
             continue
-        cat = e.get("cat")
+        cat = category(e)
         if cat == "kernel":
             counts["kernels"] += 1
         elif cat == "gpu_memcpy":

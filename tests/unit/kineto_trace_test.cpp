@@ -265,42 +265,35 @@ TEST_CASE("the content decides: a .gwt magic is not a trace", "[kineto]") {
   CHECK(looksLikeKinetoTrace(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(json.data()), json.size())));
 }
 
-TEST_CASE("for a report, a late distributedInfo comes at the end: a trace without one is read once", "[kineto]") {
+TEST_CASE("a distributedInfo after traceEvents reaches the Hello and the report, in one pass", "[kineto]") {
+  // More device events than one batch: before the events were put in order first, the Hello went
+  // out with the first batch, before the end of the file was read.
   std::string kernels;
   for (int i = 0; i < 5000; ++i) {
     kernels += R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" + std::to_string(100 + 10 * i) +
                R"(, "dur": 5, "args": {"stream": 7}},)";
   }
-  KinetoReadOptions report;
-  report.wall_clock = false;
-  report.rank_at_end = true;
-  report.reopen = []() -> std::unique_ptr<ByteSource> { FAIL("reopened"); return nullptr; };
   {
-    // A single-GPU trace: no distributedInfo anywhere. It used to be read a second time for one.
+    // A single-GPU trace: no distributedInfo anywhere, and no rank.
     Collected got;
-    const KinetoReadResult r = readText(R"({"traceEvents": [)" + kernels + R"({"ph": "i", "name": "end"}]})", got, report);
+    const KinetoReadResult r = readText(R"({"traceEvents": [)" + kernels + R"({"ph": "i", "name": "end"}]})", got);
     REQUIRE(r.read.ok());
-    CHECK(r.counts.metadata_passes == 1);
-    CHECK_FALSE(r.late_rank);
     CHECK_FALSE(got.hello->has_rank());
   }
+  const std::string late = R"({"traceEvents": [)" + kernels +
+                           R"({"ph": "i", "name": "end"}], "distributedInfo": {"rank": 5, "world_size": 8}})";
   {
     Collected got;
-    const KinetoReadResult r = readText(R"({"traceEvents": [)" + kernels +
-                                            R"({"ph": "i", "name": "end"}], "distributedInfo": {"rank": 5, "world_size": 8}})",
-                                        got, report);
+    const KinetoReadResult r = readText(late, got);
     REQUIRE(r.read.ok());
-    CHECK(r.counts.metadata_passes == 1);
-    REQUIRE(r.late_rank);
-    CHECK(*r.late_rank == 5);
-    CHECK(r.late_world_size == 8);
-    CHECK_FALSE(got.hello->has_rank());  // sent before the end was read
+    REQUIRE(got.hello);
+    CHECK(got.hello->rank() == 5);
+    CHECK(got.hello->world_size() == 8);
   }
-  // The report takes the late rank.
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "gapwatch_kineto_test_late_rank.json";
   {
     std::ofstream out(path, std::ios::binary);
-    out << R"({"traceEvents": [)" << kernels << R"({"ph": "i", "name": "end"}], "distributedInfo": {"rank": 5, "world_size": 8}})";
+    out << late;
   }
   const analysis::RunReport run = analysis::analyseRecordingFiles({path.string()}, analysis::AnalysisOptions{});
   std::filesystem::remove(path);
@@ -531,7 +524,7 @@ TEST_CASE("the corpus' calls are all known: no launch, copy or sync of a documen
     if (!other.empty()) FAIL_CHECK("first call of no known kind: " << other.front());
     ++traces;
   }
-  CHECK(traces == 5);
+  CHECK(traces == 8);  // every family of make_corpus.py
 }
 
 TEST_CASE("integers at int64's limits are read exactly", "[kineto]") {
@@ -859,50 +852,66 @@ TEST_CASE("every read boundary gives the same events", "[kineto]") {
   }
 }
 
-TEST_CASE("metadata after traceEvents: a second, top-level pass when the source can be reopened", "[kineto]") {
-  // More device events than one batch, so that the first goes out before the tail is read.
+TEST_CASE("metadata after traceEvents is in the Hello, read once, gzipped or not", "[kineto]") {
   std::string trace = R"({"traceEvents": [)";
   for (int i = 0; i < 5000; ++i) {
     trace += R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4458676522690.655, "dur": 68.0, "args": {"stream": 7}},)";
   }
   trace += R"({"ph": "i", "name": "end"}], "distributedInfo": {"rank": 5, "world_size": 8}, "baseTimeNanoseconds": 1711964646000000000})";
-  const auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(trace.data()), trace.size());
-  KinetoReadOptions options;
-  options.reopen = [bytes]() -> std::unique_ptr<ByteSource> { return std::make_unique<MemoryByteSource>(bytes); };
   for (const bool zipped : {false, true}) {
-    const std::string gz = gzip(trace);
-    const auto gz_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(gz.data()), gz.size());
-    KinetoReadOptions gz_options;
-    gz_options.reopen = [gz_bytes]() -> std::unique_ptr<ByteSource> { return std::make_unique<MemoryByteSource>(gz_bytes); };
-    MemoryByteSource source(zipped ? gz_bytes : bytes);
+    const std::string text = zipped ? gzip(trace) : trace;
+    MemoryByteSource source(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
     Collected got;
-    const KinetoReadResult r = readKinetoTrace(source, got, zipped ? gz_options : options);
+    const KinetoReadResult r = readKinetoTrace(source, got);
     REQUIRE(r.read.ok());
-    CHECK(r.counts.metadata_passes == 2);
     REQUIRE(got.hello);
     CHECK(got.hello->rank() == 5);
     CHECK(got.hello->world_size() == 8);
     CHECK(got.hello->start_unix_ns() == 1711964646000000000ull + 4458676522690655ull);
   }
-  // Without a way to read it again: the documented limit, a Hello without them.
-  Collected got;
-  const KinetoReadResult r = readText(trace, got);
-  REQUIRE(r.read.ok());
-  CHECK(r.counts.metadata_passes == 1);
-  REQUIRE(got.hello);
-  CHECK_FALSE(got.hello->has_rank());
-  CHECK(got.hello->start_unix_ns() == 0);  // relative times without their base: wall clock unknown
-  // Metadata before traceEvents needs no second pass.
-  const std::string first = R"({"distributedInfo": {"rank": 2}, "baseTimeNanoseconds": 1000, "traceEvents": [)" + kKernel + "]}";
-  const auto first_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(first.data()), first.size());
-  KinetoReadOptions never;
-  never.reopen = []() -> std::unique_ptr<ByteSource> { FAIL("reopened"); return nullptr; };
-  MemoryByteSource source(first_bytes);
-  Collected once;
-  const KinetoReadResult r1 = readKinetoTrace(source, once, never);
-  REQUIRE(r1.read.ok());
-  CHECK(r1.counts.metadata_passes == 1);
-  CHECK(once.hello->rank() == 2);
+}
+
+TEST_CASE("events in any order are handed over in time order, with nothing left out, spilled to disk or not", "[kineto]") {
+  // A trace listed by kind, as some writers do: every kernel first, then every runtime call, each
+  // block in time order, 1000 launches. The engine's window would leave most of them out as late.
+  std::string kernels, calls;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string start = std::to_string(1000 + 100 * i);
+    kernels += R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" + std::to_string(1010 + 100 * i) +
+               R"(, "dur": 50, "args": {"stream": 7, "correlation": )" + std::to_string(i + 1) + "}},";
+    calls += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" + start +
+             R"(, "dur": 5, "args": {"correlation": )" + std::to_string(i + 1) + "}},";
+  }
+  const std::string trace = R"({"traceEvents": [)" + kernels + calls + R"({"ph": "i", "name": "end"}]})";
+  for (const std::size_t in_memory : {std::size_t{1} << 20, std::size_t{64}}) {
+    INFO("in memory: " << in_memory);
+    KinetoReadOptions options;
+    options.sort_max_in_memory = in_memory;
+    MemoryByteSource source(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(trace.data()), trace.size()));
+    Collected got;
+    const KinetoReadResult r = readKinetoTrace(source, got, options);
+    REQUIRE(r.read.ok());
+    CHECK(r.counts.sorted_events == 2000);
+    CHECK(r.counts.sort_runs_spilled == (in_memory == 64 ? 2000 / 64 : 0));
+    CHECK(r.counts.max_sort_held <= in_memory);
+    REQUIRE(got.calls.size() == 1000);
+    REQUIRE(got.activities.size() == 1000);
+    // In time order, each list and the two together as handed over.
+    for (std::size_t i = 1; i < got.calls.size(); ++i) CHECK(got.calls[i - 1].start_ns < got.calls[i].start_ns);
+    for (std::size_t i = 1; i < got.activities.size(); ++i) CHECK(got.activities[i - 1].start_ns < got.activities[i].start_ns);
+  }
+  // The engine sees every event: no late ones.
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "gapwatch_kineto_test_by_kind.json";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << trace;
+  }
+  const analysis::RunReport run = analysis::analyseRecordingFiles({path.string()}, analysis::AnalysisOptions{});
+  std::filesystem::remove(path);
+  REQUIRE(run.analysis.processes.size() == 1);
+  CHECK(run.analysis.processes[0].late_events == 0);
+  REQUIRE(run.analysis.processes[0].devices.size() == 1);
+  CHECK(run.analysis.processes[0].devices[0].kernels == 1000);
 }
 
 }  // namespace

@@ -263,7 +263,93 @@ def b200_train():
     t.write("b200_train")
 
 
-FAMILIES = [rocm_mi300_train, triton_driver_launches, ns_timestamps, cuda_graph_server, b200_train]
+def annotation(t, name, start, end):
+    t.cpu.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": t.pid, "tid": t.tid,
+                  "ts": t.t(start), "dur": t.d(max(end - start, 1)), "args": {}})
+
+
+def short_training_step(t, loader_wait_us, compile_us=0.0):
+    """One step of a small training job with a multi-process DataLoader, as torch.profiler's usual
+    schedule(wait=1, warmup=1, active=3) records it: the main thread waits in the loader's
+    __next__ for the workers' batch, copies it, runs forward and backward (ops, each launching a
+    few kernels), the optimizer, and loss.item(). With `compile_us`, the forward's first call
+    compiles first (torch.compile: Dynamo's and Inductor's annotations around the host time)."""
+    t.step_begin()
+    start = t.host
+    t.host += loader_wait_us
+    annotation(t, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", start, t.host)
+    t.copy("Memcpy HtoD (Pinned -> Device)", "cudaMemcpyAsync", 7, 120, 12 << 20)
+    if compile_us:
+        region = t.host
+        t.host += compile_us * 0.2
+        annotation(t, "_compile.compile_inner (dynamo_timed)", region, t.host)
+        inner = t.host
+        t.host += compile_us * 0.8
+        annotation(t, "compile_fx.<locals>.fw_compiler_base (dynamo_timed)", inner, t.host)
+        annotation(t, "Torch-Compiled Region: 0/0", region, t.host)
+    for phase, count in (("aten::conv2d", 40), ("autograd::engine::evaluate_function: ConvolutionBackward0", 40)):
+        for _ in range(count):
+            op_start = t.host
+            t.host += t.rng.uniform(8, 20)  # the op's own host work before it launches
+            t.launch("sm86_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nhwc_tilesize128x128x16", 7,
+                     t.rng.uniform(150, 400))
+            t.launch("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >", 7,
+                     t.rng.uniform(10, 30))
+            t.op(phase, op_start, t.host)
+            t.host += t.rng.uniform(2, 10)
+    op_start = t.host
+    for _ in range(20):
+        t.launch("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<SGD>", 7, t.rng.uniform(20, 60))
+    t.op("Optimizer.step#SGD.step", op_start, t.host)
+    t.copy("Memcpy DtoH (Device -> Pageable)", "cudaMemcpyAsync", 7, 2, 4)
+    t.sync("cudaStreamSynchronize", 7)
+    t.step_end()
+
+
+def short_data_bound():
+    # Three steps whose data waits (40-60 ms) are several times longer than any other gap: every
+    # wait is a "stall" by length, and the input pipeline by evidence.
+    t = Trace(16, "NVIDIA GeForce RTX 3090", compute=(8, 6))
+    for _ in range(3):
+        short_training_step(t, t.rng.uniform(40_000, 60_000))
+    t.write("short_data_bound")
+
+
+def short_compile_warmup():
+    # The same job with torch.compile: its first profiled step compiles for 400 ms, and the workers
+    # keep up (short waits), so the long gap is warm-up by its evidence.
+    t = Trace(17, "NVIDIA GeForce RTX 3090", compute=(8, 6))
+    short_training_step(t, t.rng.uniform(300, 800), compile_us=400_000)
+    for _ in range(2):
+        short_training_step(t, t.rng.uniform(300, 800))
+    t.write("short_compile_warmup")
+
+
+def graph_decode():
+    # vLLM decode with CUDA graphs, written with ns timestamps: one cudaGraphLaunch per step runs
+    # hundreds of sub-microsecond to few-microsecond kernels that start before the launch call
+    # returns, and the host works for ~60 ms between steps, so the device is idle about 99 %
+    # of the time (a real trace of this shape once drifted 0.7 points from HTA's idle).
+    t = Trace(18, "NVIDIA H100 80GB HBM3", compute=(9, 0), ns=True)
+    names = ["void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>",
+             "void vllm::rms_norm_kernel<c10::BFloat16>", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64",
+             "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>>"]
+    for _ in range(6):
+        t.step_begin()
+        t.host += t.rng.uniform(50_000, 70_000)  # the scheduler, sampling, detokenising
+        t.copy("Memcpy HtoD (Pinned -> Device)", "cudaMemcpyAsync", 7, 1.5, 2048)
+        start, corr = t.call("cudaGraphLaunch", t.rng.uniform(20, 40))
+        after = start + t.rng.uniform(1.5, 4)  # the graph's first kernel starts inside the call
+        for _ in range(t.rng.randint(250, 450)):
+            after = t.record("kernel", t.rng.choice(names), 7, t.rng.uniform(0.4, 1.6), after, corr)
+        t.copy("Memcpy DtoH (Device -> Pinned)", "cudaMemcpyAsync", 7, 1.2, 512)
+        t.sync("cudaStreamSynchronize", 7)
+        t.step_end()
+    t.write("graph_decode")
+
+
+FAMILIES = [rocm_mi300_train, triton_driver_launches, ns_timestamps, cuda_graph_server, b200_train,
+            short_data_bound, short_compile_warmup, graph_decode]
 
 if __name__ == "__main__":
     for family in FAMILIES:

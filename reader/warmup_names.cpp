@@ -1,0 +1,44 @@
+// reader/warmup_names.cpp: see warmup_names.h.
+#include "reader/warmup_names.h"
+
+#include <array>
+
+namespace gapwatch {
+namespace {
+
+bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+}  // namespace
+
+bool isWarmupApiName(std::string_view name) {
+  // Module and library loading (the driver's and the runtime's names; HIP's for ROCm traces).
+  static constexpr std::array<std::string_view, 12> kPrefixes = {
+      "cuModuleLoad", "cuLibraryLoad", "cudaLibraryLoad", "cuLinkCreate", "cuLinkComplete", "nvrtc",
+      "hipModuleLoad", "cudnnCreate", "cublasCreate", "cublasLtCreate", "cudnnFind", "cudaGraphInstantiate"};
+  for (std::string_view p : kPrefixes) {
+    if (startsWith(name, p)) return true;
+  }
+  // Graph capture: a step's work recorded once, then replayed.
+  return name == "cudaStreamBeginCapture" || name == "cudaStreamEndCapture" || name == "cuStreamBeginCapture" ||
+         name == "cuStreamEndCapture" || name == "cuGraphInstantiate" || name == "cuGraphInstantiateWithFlags" ||
+         name == "hipGraphInstantiate";
+}
+
+bool isWarmupHostRangeName(std::string_view name) {
+  // Annotations and ops that torch.compile opens around its own work.
+  static constexpr std::array<std::string_view, 12> kParts = {
+      "Torch-Compiled Region", "CompiledFunction", "TorchDynamo", "(dynamo_timed)", "compile_fx", "inductor_compile",
+      "aot_autograd", "call_user_compiler", "cudnn_autotune", "triton_autotune", "CachingAutotuner", "cuda_graph_capture"};
+  for (std::string_view p : kParts) {
+    if (contains(name, p)) return true;
+  }
+  // Python frames of the compilers ("path/torch/_dynamo/convert_frame.py(123): _compile").
+  // Not torch/_dynamo/eval_frame.py: it wraps every call of a compiled function, compiling or not.
+  return contains(name, "torch/_dynamo/convert_frame.py") || contains(name, "torch/_dynamo/output_graph.py") ||
+         contains(name, "torch/_inductor/compile_fx.py") || contains(name, "torch/_functorch/aot_autograd.py") ||
+         contains(name, "triton/compiler/compiler.py") || contains(name, "triton/runtime/autotuner.py") ||
+         contains(name, "torch/cuda/graphs.py");
+}
+
+}  // namespace gapwatch

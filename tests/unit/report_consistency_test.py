@@ -1,0 +1,147 @@
+"""A verdict never contradicts its own lines: every report the suite makes, checked for findings
+whose evidence says otherwise than their title.
+
+Usage: report_consistency_test.py GAPWATCH REPO_ROOT
+
+Reports: the goldens' recordings (tests/golden, one per scenario), the generated Kineto corpus
+(tests/data/kineto, with its short data-bound trace and its compile twin) and the shared real
+traces (../shared/data/kineto, both old-schema samples among them; where the shared data is not
+beside the repository those are left out and the test says so). For each process's findings, from
+`gapwatch report --json`:
+
+- the verdict names the top finding, and findings are ranked by the idle they explain, which is
+  within the process's idle time, as is their sum;
+- a host-part finding (input_pipeline, framework_overhead, host_other, host_unknown) explains no
+  more than the host time its own part holds ("what the host was doing");
+- sync_points explains no more than the host and launch time of after-sync gaps outside the data
+  loader (time in the loader after a sync is the input pipeline's: docs/analysis.md);
+- a warmup finding carries warm-up evidence: gaps with warm-up evidence (warmup_gaps) or slow
+  first launches (long_call_ns); in a trace (no process start) it explains no more than the warm-up
+  evidence the engine measured (devices[].warmup_evidence);
+- every share is within 0..1.
+
+Then the two corpus traces made for this: short_data_bound's verdict is input_pipeline, and
+short_compile_warmup's is warmup. Exit 0 when all hold, 1 with one line per failure.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HOST_PARTS = {"input_pipeline": "input_pipeline", "framework_overhead": "framework", "host_other": "other",
+              "host_unknown": "unknown"}
+SLACK_NS = 1000  # rounding between the engine's sums and the diagnosis's
+
+
+def report(gapwatch, paths):
+    run = subprocess.run([gapwatch, "report", "--json", *paths], capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        return None, f"exit {run.returncode}: {run.stderr.strip()[:300]}"
+    return json.loads(run.stdout), None
+
+
+def check_process(where, p):
+    failures = []
+    findings = p.get("findings") or []
+    idle = p.get("idle_ns") or 0
+    verdict = p.get("verdict") or ""
+    if findings and findings[0]["title"] not in verdict:
+        failures.append(f"{where}: the verdict {verdict!r} does not name the top finding, {findings[0]['title']!r}")
+    total = 0
+    for i, f in enumerate(findings):
+        total += f["idle_ns"]
+        if i > 0 and f["idle_ns"] > findings[i - 1]["idle_ns"]:
+            failures.append(f"{where}: {f['id']} explains more than {findings[i - 1]['id']} above it")
+        if not 0 <= f.get("idle_share", 0) <= 1:
+            failures.append(f"{where}: {f['id']} idle_share {f['idle_share']}")
+        if f["idle_ns"] > idle + SLACK_NS:
+            failures.append(f"{where}: {f['id']} explains {f['idle_ns']} ns of {idle} ns idle")
+        failures += check_finding(where, p, f)
+    if total > idle + SLACK_NS * max(1, len(findings)):
+        failures.append(f"{where}: findings explain {total} ns of {idle} ns idle")
+    return failures
+
+
+def check_finding(where, p, f):
+    failures = []
+    parts = p.get("host_cpu_by_part") or {}
+    devices = p.get("devices") or []
+    fid = f["id"]
+    if fid in HOST_PARTS:
+        own = parts.get(HOST_PARTS[fid], 0)
+        if f["idle_ns"] > own + SLACK_NS:
+            failures.append(f"{where}: {fid} explains {f['idle_ns']} ns, its part holds {own} ns")
+    if fid == "sync_points":
+        pool = 0
+        for d in devices:
+            after = d.get("after_sync") or {}
+            by_cause = after.get("by_cause") or {}
+            by_part = after.get("host_cpu_by_part") or {}
+            pool += by_cause.get("host_cpu", 0) - by_part.get("input_pipeline", 0) + by_cause.get("launch_overhead", 0)
+        if f["idle_ns"] > pool + SLACK_NS:
+            failures.append(f"{where}: sync_points explains {f['idle_ns']} ns, but after-sync host and launch time "
+                            f"outside the data loader is {pool} ns")
+    if fid == "warmup":
+        numbers = f.get("numbers") or {}
+        if not (numbers.get("warmup_gaps", 0) >= 1 or numbers.get("long_call_ns", 0) > 0):
+            failures.append(f"{where}: a warmup finding without warm-up evidence: {f['title']!r} "
+                            f"({[e['name'] for e in f.get('evidence', [])]})")
+        if (p.get("source") or "") == "kineto_trace":
+            measured = 0
+            for d in devices:
+                by_cause = (d.get("warmup_evidence") or {}).get("by_cause") or {}
+                measured += sum(by_cause.get(c, 0) for c in ("host_cpu", "cuda_api", "launch_overhead"))
+            if f["idle_ns"] > measured + SLACK_NS:
+                failures.append(f"{where}: warmup explains {f['idle_ns']} ns, the evidence covers {measured} ns")
+    return failures
+
+
+def inputs(repo_root):
+    """(name, [paths]) for every report: goldens (the recordings of one scenario together), the
+    corpus, the shared traces (each alone)."""
+    golden = os.path.join(repo_root, "tests", "golden")
+    by_scenario = {}
+    for name in sorted(os.listdir(golden)):
+        if name.endswith(".gwt"):
+            by_scenario.setdefault(name.split(".")[0], []).append(os.path.join(golden, name))
+    runs = [(f"golden {s}", paths) for s, paths in sorted(by_scenario.items())]
+    corpus = os.path.join(repo_root, "tests", "data", "kineto")
+    runs += [(f"corpus {n}", [os.path.join(corpus, n)]) for n in sorted(os.listdir(corpus)) if n.endswith(".json.gz")]
+    shared = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(repo_root, "..", "shared", "data", "kineto")
+    if os.path.isdir(shared):
+        runs += [(f"shared {n}", [os.path.join(shared, n)]) for n in sorted(os.listdir(shared)) if n.endswith(".json.gz")]
+    else:
+        print(f"note: no shared traces at {os.path.normpath(shared)}: goldens and corpus only")
+    return runs
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    gapwatch, repo_root = argv[1], argv[2]
+    failures = []
+    verdicts = {}
+    for name, paths in inputs(repo_root):
+        doc, error = report(gapwatch, paths)
+        if error:
+            failures.append(f"{name}: {error}")
+            continue
+        for p in doc.get("processes", []):
+            where = f"{name} (pid {p.get('pid')}, rank {p.get('rank')})"
+            failures += check_process(where, p)
+            findings = p.get("findings") or []
+            verdicts[name] = findings[0]["id"] if findings else None
+        print(f"{name}: {verdicts.get(name)}")
+    for name, expected in (("corpus short_data_bound.json.gz", "input_pipeline"),
+                           ("corpus short_compile_warmup.json.gz", "warmup")):
+        if verdicts.get(name) != expected:
+            failures.append(f"{name}: the verdict is {verdicts.get(name)}, not {expected}")
+    for f in failures:
+        print("FAIL " + f)
+    print(f"{len(verdicts)} reports checked, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
