@@ -6,6 +6,7 @@
 // number: ARCHITECTURE.md sections 1 and 6, made exact in docs/analysis.md.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -494,6 +495,28 @@ struct AnalysisReport {
   std::vector<RankWait> rank_waits;  // empty with one rank
   std::vector<Finding> findings;     // across ranks (diagnoseAcrossRanks), ranked by idle_ns
   std::optional<StragglerTest> straggler_test;  // diagnoseAcrossRanks; none without waits
+  // The processes given together as jobs (job_groups.h): process indices, and what split them
+  // ("" for one job). The cross-rank numbers above are those of `cross_rank_processes`: every
+  // process when they are one job, the one job of several ranks when only one has several, none
+  // when several do (each would need its own table: the report says to give them apart).
+  std::vector<std::vector<std::size_t>> jobs;
+  std::string jobs_why;
+  std::vector<std::size_t> cross_rank_processes;
+  // Not grouped (no `jobs`: a report built by hand, or by a caller that does not group): all
+  // processes are one job.
+  bool inCrossRank(std::size_t process) const {
+    return jobs.empty() ||
+           std::find(cross_rank_processes.begin(), cross_rank_processes.end(), process) != cross_rank_processes.end();
+  }
 };
+
+// The collectives' waits of process `index` of `report`, when it is one of the ranks compared.
+inline const RankWait* rankWaitOf(const AnalysisReport& report, std::size_t index) {
+  if (!report.inCrossRank(index) || !report.processes[index].rank) return nullptr;
+  for (const RankWait& w : report.rank_waits) {
+    if (w.rank == *report.processes[index].rank) return &w;
+  }
+  return nullptr;
+}
 
 }  // namespace gapwatch::analysis

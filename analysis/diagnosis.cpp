@@ -478,7 +478,9 @@ void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
   // The waiting ranks' windows are what the wait is measured against.
   uint64_t others_window = 0;
   const ProcessAnalysis* slow_process = nullptr;
-  for (const ProcessAnalysis& p : report.processes) {
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    if (!report.inCrossRank(i)) continue;
+    const ProcessAnalysis& p = report.processes[i];
     uint64_t window = 0;
     for (const DeviceAnalysis& d : p.devices) window += d.window_end_ns - d.window_start_ns;
     if (p.rank && *p.rank == slowest->rank) {
@@ -492,7 +494,9 @@ void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
   report.straggler_test = test;
 
   // Every rank's NCCL finding says whom its collectives waited for, or that the waits are even.
-  for (ProcessAnalysis& p : report.processes) {
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    if (!report.inCrossRank(i)) continue;
+    ProcessAnalysis& p = report.processes[i];
     for (Finding& f : p.findings) {
       if (f.id != kFindingNccl) continue;
       if (!test.named) {

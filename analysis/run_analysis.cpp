@@ -1,6 +1,8 @@
 // analysis/run_analysis.cpp: see run_analysis.h.
 #include "analysis/run_analysis.h"
 
+#include "analysis/job_groups.h"
+
 #include "analysis/diagnosis.h"
 #include "reader/kineto_trace.h"
 
@@ -67,7 +69,20 @@ void RunAnalysis::addOutcome(const std::string& file, const ReadResult& read, Pr
 }
 
 RunReport RunAnalysis::finish() {
-  if (report_.analysis.processes.size() > 1) report_.analysis.rank_waits = attributeRankWaits(collectives_);
+  AnalysisReport& a = report_.analysis;
+  const JobGroups groups = groupIntoJobs(a.processes, report_.overviews);
+  a.jobs = groups.jobs;
+  a.jobs_why = groups.why;
+  std::vector<const std::vector<std::size_t>*> several;
+  for (const std::vector<std::size_t>& job : a.jobs) {
+    if (job.size() > 1) several.push_back(&job);
+  }
+  if (several.size() == 1) a.cross_rank_processes = *several.front();
+  if (a.cross_rank_processes.size() > 1) {
+    std::vector<RankCollectives> job_collectives;
+    for (std::size_t i : a.cross_rank_processes) job_collectives.push_back(std::move(collectives_[i]));
+    a.rank_waits = attributeRankWaits(job_collectives);
+  }
   diagnoseReport(report_.analysis);
   // A hang is said first: what the process was doing when it died matters more than its idle time.
   for (std::size_t i = 0; i < report_.analysis.processes.size(); ++i) {

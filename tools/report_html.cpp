@@ -262,14 +262,15 @@ void processBlock(std::ostream& out, const analysis::RunReport& content, std::si
 void rankTable(std::ostream& out, const analysis::AnalysisReport& report) {
   out << "<h2>Ranks</h2>\n<div class=scroll><table><tr><th>rank</th><th class=num>idle</th><th>top finding</th>"
          "<th class=num>step</th><th class=num>NCCL wait</th><th class=num>others waited for it</th></tr>\n";
+  if (report.jobs.size() > 1) {
+    out << "<p>Not one job: " << htmlText(report.jobs_why) << "; only the ranks of one job are compared here.</p>\n";
+  }
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    if (!report.inCrossRank(i)) continue;
     const ProcessAnalysis& p = report.processes[i];
     const analysis::ProcessSummary s = analysis::summarizeProcess(p);
     const std::optional<analysis::TopFinding> top = analysis::topFindingOf(p.findings);
-    const int32_t rank = p.rank ? *p.rank : static_cast<int32_t>(i);
-    const analysis::RankWait* wait = nullptr;
-    for (const analysis::RankWait& w : report.rank_waits)
-      if (w.rank == rank) wait = &w;
+    const analysis::RankWait* wait = analysis::rankWaitOf(report, i);
     out << "<tr><td><a href=\"#p" << i << "\">" << htmlText(processLabel(p)) << "</a></td><td class=num>"
         << (p.device_timeline ? htmlText(formatPercent(s.idle_fraction)) : "-") << "</td><td>"
         << (top ? htmlText(top->id) : "-") << "</td><td class=num>"

@@ -512,6 +512,9 @@ json reportJson(const analysis::RunReport& content) {
             {"straggler_test_level", t.straggler_test_level}}},
           {"inputs", inputs},
           {"processes", processes},
+          {"jobs", report.jobs},
+          {"jobs_why", report.jobs_why.empty() ? json(nullptr) : json(report.jobs_why)},
+          {"cross_rank_processes", report.cross_rank_processes},
           {"rank_waits", waits},
           {"straggler_test", straggler_test},
           {"findings", findings}};

@@ -737,24 +737,24 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
 // finding is the one its verdict names), and from the collectives who waited and whom the others
 // waited for ("-" without shared collectives).
 void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
-  out << "  " << padRight("rank", 10) << padLeft("idle", 7) << "  " << padRight("top finding", 18) << padLeft("step", 10)
-      << padLeft("NCCL wait", 11) << padLeft("others waited for it", 22) << padLeft("arrived last", 14) << '\n';
+  // Every column after the first starts with a space, however wide its value: a value wider than
+  // its column pushes the row on, never into the column before it.
+  const auto cell = [](const std::string& text, std::size_t width) { return " " + padLeft(text, width - 1); };
+  out << "  " << padRight("rank", 10) << cell("idle", 7) << "  " << padRight("top finding", 18) << cell("step", 10)
+      << cell("NCCL wait", 11) << cell("others waited for it", 22) << cell("arrived last", 14) << '\n';
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    if (!report.inCrossRank(i)) continue;
     const ProcessAnalysis& p = report.processes[i];
     const analysis::ProcessSummary s = analysis::summarizeProcess(p);
     const std::optional<analysis::TopFinding> top = analysis::topFindingOf(p.findings);  // diagnosed
-    const int32_t rank = p.rank ? *p.rank : static_cast<int32_t>(i);
-    const analysis::RankWait* wait = nullptr;
-    for (const analysis::RankWait& w : report.rank_waits) {
-      if (w.rank == rank) wait = &w;
-    }
+    const analysis::RankWait* wait = analysis::rankWaitOf(report, i);
     out << "  " << padRight(processLabel(p), 10)
-        << padLeft(p.device_timeline ? formatPercent(s.idle_fraction) : std::string("-"), 7) << "  "
+        << cell(p.device_timeline ? formatPercent(s.idle_fraction) : std::string("-"), 7) << "  "
         << padRight(top ? printable(top->id) : std::string("-"), 18)
-        << padLeft(s.step_median_ns ? formatDuration(s.step_median_ns) : std::string("-"), 10)
-        << padLeft(wait ? formatDuration(wait->waited_ns) : std::string("-"), 11)
-        << padLeft(wait ? formatDuration(wait->waited_for_ns) : std::string("-"), 22)
-        << padLeft(wait ? formatCount(wait->collectives_last) : std::string("-"), 14) << '\n';
+        << cell(s.step_median_ns ? formatDuration(s.step_median_ns) : std::string("-"), 10)
+        << cell(wait ? formatDuration(wait->waited_ns) : std::string("-"), 11)
+        << cell(wait ? formatDuration(wait->waited_for_ns) : std::string("-"), 22)
+        << cell(wait ? formatCount(wait->collectives_last) : std::string("-"), 14) << '\n';
   }
 }
 
@@ -779,9 +779,20 @@ void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& s
   std::size_t traces = 0;
   for (const ProcessAnalysis& p : report.processes) traces += p.source.kineto_trace ? 1 : 0;
   const char* what = traces == 0 ? " recordings" : traces == report.processes.size() ? " PyTorch profiler traces" : " files";
-  out << style.bold("== " + std::to_string(report.processes.size()) + what + ", analysed together (one per rank) ==")
-      << '\n';
+  if (report.jobs.size() > 1) {
+    // Not one job: no cross-rank table across them (analysis/job_groups.h).
+    out << style.bold("== " + std::to_string(report.processes.size()) + what + " of " + std::to_string(report.jobs.size()) +
+                      " jobs: each process is reported alone above ==")
+        << '\n';
+    row(out, "jobs") << "not one job: " << report.jobs_why << "; give one job's files together to compare its ranks\n";
+    if (report.cross_rank_processes.size() < 2) return;
+    out << "one job has " << report.cross_rank_processes.size() << " ranks: compared below\n";
+  } else {
+    out << style.bold("== " + std::to_string(report.processes.size()) + what + ", analysed together (one per rank) ==")
+        << '\n';
+  }
   for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    if (!report.inCrossRank(i)) continue;
     const ProcessAnalysis& p = report.processes[i];
     out << padRight(processLabel(p), kLabelWidth) << style.bold(analysis::verdict(p)) << '\n';
   }

@@ -18,13 +18,18 @@ beside the repository those are left out and the test says so). For each process
 - a warmup finding carries warm-up evidence: gaps with warm-up evidence (warmup_gaps) or slow
   first launches (long_call_ns); in a trace (no process start) it explains no more than the warm-up
   evidence the engine measured (devices[].warmup_evidence);
-- every share is within 0..1.
+- every share is within 0..1;
+and on every report: idle parts sum to idle, host parts to host time, no device idle beyond its
+window, waits within the waiting ranks' windows, each rank once among those compared, and in the
+terminal's cross-rank table no two values run together. Besides each file alone, the shared
+directory is given whole (traces of different jobs) and two runs' recordings together.
 
 Then the two corpus traces made for this: short_data_bound's verdict is input_pipeline, and
 short_compile_warmup's is warmup. Exit 0 when all hold, 1 with one line per failure.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -96,6 +101,47 @@ def check_finding(where, p, f):
     return failures
 
 
+def check_invariants(where, doc):
+    """No impossible number: shares within 0..1, idle parts summing to idle, waits within the
+    waiting ranks' windows, each rank once among the processes compared across ranks."""
+    failures = []
+    processes = doc.get("processes", [])
+    for i, p in enumerate(processes):
+        here = f"{where} process {i}"
+        if not 0 <= (p.get("idle_fraction") or 0) <= 1:
+            failures.append(f"{here}: idle_fraction {p['idle_fraction']}")
+        by_cause = p.get("idle_by_cause") or {}
+        if by_cause and abs(sum(by_cause.values()) - (p.get("idle_ns") or 0)) > SLACK_NS:
+            failures.append(f"{here}: idle by cause sums to {sum(by_cause.values())}, idle is {p.get('idle_ns')}")
+        parts = p.get("host_cpu_by_part") or {}
+        if parts and abs(sum(parts.values()) - by_cause.get("host_cpu", 0)) > SLACK_NS:
+            failures.append(f"{here}: host parts sum to {sum(parts.values())}, host_cpu is {by_cause.get('host_cpu')}")
+        for d in p.get("devices") or []:
+            if d.get("idle_ns", 0) > d.get("window_ns", 0):
+                failures.append(f"{here}: device idle {d['idle_ns']} over its window {d['window_ns']}")
+    compared = doc.get("cross_rank_processes") or []
+    ranks = [processes[i].get("rank") for i in compared]
+    if len(ranks) != len(set(ranks)):
+        failures.append(f"{where}: ranks {ranks} compared across ranks, one of them twice")
+    windows = {processes[i].get("rank"): processes[i].get("window_ns") or 0 for i in compared}
+    for w in doc.get("rank_waits") or []:
+        others = sum(v for r, v in windows.items() if r != w["rank"])
+        if w["waited_for_ns"] > others + SLACK_NS or w["waited_ns"] > windows.get(w["rank"], 0) + SLACK_NS:
+            failures.append(f"{where}: rank {w['rank']}'s waits ({w['waited_ns']} ns, waited for {w['waited_for_ns']} ns) "
+                            f"exceed the windows ({windows})")
+    return failures
+
+
+def check_rank_table(where, text):
+    """The terminal's cross-rank table: every value in its own column (a wide value pushes the row
+    on; it never runs into the value before it, as "608 ms46194 h" did)."""
+    failures = []
+    for line in text.splitlines():
+        if re.search(r"\d(ns|us|ms|s|min|h|%)\d", line):
+            failures.append(f"{where}: values run together: {line.strip()!r}")
+    return failures
+
+
 def inputs(repo_root):
     """(name, [paths]) for every report: goldens (the recordings of one scenario together), the
     corpus, the shared traces (each alone)."""
@@ -110,8 +156,13 @@ def inputs(repo_root):
     shared = os.environ.get("GAPWATCH_KINETO_DATA") or os.path.join(repo_root, "..", "shared", "data", "kineto")
     if os.path.isdir(shared):
         runs += [(f"shared {n}", [os.path.join(shared, n)]) for n in sorted(os.listdir(shared)) if n.endswith(".json.gz")]
+        # The whole directory at once, as a user gives it: traces of different jobs.
+        runs.append(("shared, all together", [os.path.join(shared, n) for n in sorted(os.listdir(shared))
+                                               if n.endswith(".json.gz")]))
     else:
         print(f"note: no shared traces at {os.path.normpath(shared)}: goldens and corpus only")
+    # Two runs' recordings given together (the README's `gapwatch report gapwatch-*.gwt`).
+    runs.append(("two runs together", [os.path.join(golden, "data-bound.gwt"), os.path.join(golden, "healthy.gwt")]))
     return runs
 
 
@@ -127,6 +178,10 @@ def main(argv):
         if error:
             failures.append(f"{name}: {error}")
             continue
+        failures += check_invariants(name, doc)
+        if len(paths) > 1:
+            text = subprocess.run([gapwatch, "report", *paths], capture_output=True, text=True, timeout=600).stdout
+            failures += check_rank_table(name, text)
         for p in doc.get("processes", []):
             where = f"{name} (pid {p.get('pid')}, rank {p.get('rank')})"
             failures += check_process(where, p)
