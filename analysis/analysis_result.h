@@ -278,6 +278,10 @@ struct NcclTypeStats {
   uint64_t kernels = 0, device_ns = 0;
 };
 
+// Whether a type's bytes are known: a trace's c10d annotations (nccl:*) and older
+// record_param_comms ranges carry no size, so their 0 is "not in the trace", never a count.
+inline bool ncclBytesKnown(const NcclTypeStats& t, bool kineto_trace) { return !(kineto_trace && t.bytes == 0 && t.calls > 0); }
+
 struct NcclStats {
   std::vector<NcclTypeStats> by_type;
   uint64_t comm_ns = 0;                  // union of NCCL kernel intervals
@@ -293,6 +297,10 @@ struct StepPoint {
   uint64_t mean_ns = 0;
   double idle_fraction = 0;  // of the points' steps together
 };
+
+// Fewer steps than this make per-step figures (median, percentiles, per-step idle) rough, and the
+// report says so beside them: a profiler's usual schedule records 3.
+inline constexpr uint64_t kFewSteps = 5;
 
 struct StepStats {
   std::string method;        // "markers", "recurring kernel sequence", "recurring sync point", "none"
@@ -454,10 +462,11 @@ struct RankWait {        // across ranks: whom the others waited for in collecti
   // ranks' starts (negative: it arrived early).
   uint64_t lateness_collectives = 0;  // how many (the collectives it took part in)
   double lateness_mean_ns = 0;
-  // The test's view of the mean: the collectives in kStragglerBatches runs of consecutive ones
-  // (batch means, so that collectives of one step, whose lateness goes together, are not taken
-  // for independent evidence); the standard error of the mean from the batches' spread, and the
-  // batch count (0 with fewer than two collectives per batch: too few to test).
+  // The test's view of the mean: the collectives in kStragglerBatches runs of consecutive ones,
+  // or in pairs below 2 x kStragglerBatches of them (batch means, so that collectives of one step,
+  // whose lateness goes together, are not taken for independent evidence); the standard error of
+  // the mean from the batches' spread, and the batch count (0 under kStragglerMinCollectives
+  // collectives: too few to test).
   double lateness_se_ns = 0;
   uint32_t lateness_batches = 0;
   int64_t lateness_median_ns = 0;  // and, to read beside the mean: the median,

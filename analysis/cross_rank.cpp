@@ -180,8 +180,8 @@ void summarizeLateness(std::vector<int64_t>& lateness, RankWait& wait) {
   wait.lateness_mean_ns = sum / static_cast<double>(n);
   // Batch means: consecutive collectives (one step's, or a few steps') go into one batch, so that
   // lateness that carries over from one collective to the next counts as one piece of evidence.
-  if (n >= 2 * std::size_t{kStragglerBatches}) {
-    const std::size_t batches = kStragglerBatches;
+  if (n >= kStragglerMinCollectives) {
+    const std::size_t batches = std::min<std::size_t>(kStragglerBatches, n / 2);
     std::vector<double> means(batches, 0.0);
     for (std::size_t b = 0; b < batches; ++b) {
       const std::size_t from = b * n / batches, to = (b + 1) * n / batches;
@@ -195,7 +195,7 @@ void summarizeLateness(std::vector<int64_t>& lateness, RankWait& wait) {
     double squares = 0;
     for (double m : means) squares += (m - mean) * (m - mean);
     const double variance = squares / static_cast<double>(batches - 1);
-    wait.lateness_batches = kStragglerBatches;
+    wait.lateness_batches = static_cast<uint32_t>(batches);
     wait.lateness_se_ns = std::sqrt(variance / static_cast<double>(batches));
   }
   const int64_t median = medianOf(lateness);

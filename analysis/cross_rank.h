@@ -91,6 +91,11 @@ class CollectiveArrivalStage final : public AnalysisStage {
 // (RankWait::lateness_se_ns): enough for a t-test with 19 degrees of freedom, few enough that a
 // batch spans a step or more of a job's collectives once there are a few hundred of them.
 inline constexpr uint32_t kStragglerBatches = 20;
+// A short profile (3 to 20 steps, the norm) has fewer collectives than 2 x kStragglerBatches: from
+// this many on, they are tested in batches of two consecutive collectives (a step's, often), so a
+// rank the others waited for in most of 24 collectives, by tens of milliseconds, is found; below
+// it, too few to test.
+inline constexpr uint32_t kStragglerMinCollectives = 8;
 
 // Whom the ranks waited for: one RankWait per rank of `ranks`, by rank; empty with fewer than two
 // ranks. Ranks without a rank number are numbered by their position in `ranks`. Besides the waits,

@@ -432,7 +432,7 @@ std::string latenessText(const StragglerTest& t, std::size_t ranks) {
   std::string text = formatSignedNs(t.lateness_mean_ns) + " on average";
   if (t.batches < 2) {
     text += " over " + formatCount(t.lateness_collectives) + " collectives: too few to test (" +
-            std::to_string(2 * kStragglerBatches) + " or more)";
+            std::to_string(kStragglerMinCollectives) + " or more)";
   } else {
     text += ", standard error " + formatSignedNs(t.lateness_se_ns) + " over " + std::to_string(t.batches) +
             " batches of " + formatCount(t.lateness_collectives) + " collectives (t = " +
@@ -444,6 +444,21 @@ std::string latenessText(const StragglerTest& t, std::size_t ranks) {
 }
 
 }  // namespace
+
+std::string unnamedStragglerText(const StragglerTest& t, std::size_t ranks) {
+  // "No rank stands out" only where that is what the numbers say: beside a rank the others waited
+  // for a real share of their windows, the line says why the test did not name it.
+  std::string lead;
+  if (t.batches < 2) {
+    lead = "not tested: too few collectives to tell rank " + std::to_string(t.rank) + "'s lateness from chance";
+  } else if (!t.late) {
+    lead = "no rank stands out: rank " + std::to_string(t.rank) + "'s lateness is within the spread of the collectives";
+  } else {
+    lead = "rank " + std::to_string(t.rank) + " is late beyond chance, but the others waited for it too little to "
+           "matter";
+  }
+  return lead + " (" + describeStragglerTest(t, ranks) + ")";
+}
 
 std::string describeStragglerTest(const StragglerTest& t, std::size_t ranks) {
   return "rank " + std::to_string(t.rank) + " arrived last " + lastText(t) + ", late by " + latenessText(t, ranks) +
@@ -500,7 +515,7 @@ void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
     for (Finding& f : p.findings) {
       if (f.id != kFindingNccl) continue;
       if (!test.named) {
-        f.evidence.emplace_back("the ranks wait for", "no rank stands out: " + describeStragglerTest(test, ranks));
+        f.evidence.emplace_back("the ranks wait for", unnamedStragglerText(test, ranks));
         continue;
       }
       const bool self = p.rank && *p.rank == slowest->rank;

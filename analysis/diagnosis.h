@@ -138,6 +138,9 @@ const RankWait* stragglerCandidate(const std::vector<RankWait>& waits);
 // The test's numbers in a sentence: "rank 1 arrived last in 66 of 127 collectives where a rank
 // waited (63.5 by chance); late by 12.0 us on average ± 30.1 us (t = 0.40, ...)".
 std::string describeStragglerTest(const StragglerTest& test, std::size_t ranks);
+// The line for a test that named no rank: "no rank stands out" only when the candidate's lateness
+// is within the spread; else what the test found and why it is not a straggler.
+std::string unnamedStragglerText(const StragglerTest& test, std::size_t ranks);
 
 // The straggler test of `candidate` among `ranks` ranks, whose others' windows add up to
 // `others_window_ns` (docs/analysis.md, "Across ranks").

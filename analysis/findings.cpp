@@ -79,7 +79,11 @@ uint64_t deviceKernels(const ProcessAnalysis& p) {
 void addStepEvidence(FindingBuilder& f, const ProcessAnalysis& p) {
   if (p.steps.steps == 0) return;
   f.evidence("steps", formatCount(p.steps.steps) + ", median " + formatDuration(p.steps.median_ns) + ", " +
-                          formatPercent(p.steps.median_idle_fraction) + " of it idle");
+                          formatPercent(p.steps.median_idle_fraction) + " of it idle" +
+                          (p.steps.steps < kFewSteps ? " (" + formatCount(p.steps.steps) +
+                                                           (p.steps.steps == 1 ? " step" : " steps") +
+                                                           ": per-step figures are rough)"
+                                                     : std::string()));
   f.number("steps", static_cast<double>(p.steps.steps));
   f.number("step_median_ns", static_cast<double>(p.steps.median_ns));
   f.number("step_median_idle_fraction", p.steps.median_idle_fraction);
@@ -482,7 +486,9 @@ Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_o
             [](const NcclTypeStats* a, const NcclTypeStats* b) { return a->host_ns > b->host_ns; });
   if (types.size() > 2) types.resize(2);
   for (const NcclTypeStats* t : types) {
-    f.evidence(t->op, formatCount(t->calls) + " calls, " + formatCount(t->bytes) + " bytes, host " +
+    const std::string bytes = ncclBytesKnown(*t, p.source.kineto_trace) ? formatCount(t->bytes) + " bytes"
+                                                                        : std::string("bytes not in trace");
+    f.evidence(t->op, formatCount(t->calls) + " calls, " + bytes + ", host " +
                           formatDuration(t->host_ns) + ", device " + formatDuration(t->device_ns));
     f.number(t->op + "_calls", static_cast<double>(t->calls));
     f.number(t->op + "_host_ns", static_cast<double>(t->host_ns));

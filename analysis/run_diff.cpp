@@ -30,6 +30,7 @@ struct RunTotals {
   // not more evidence: the ranks' standard errors are averaged, not combined as independent).
   double step_mean_ns = 0, step_se_ns = 0;
   uint64_t timed_steps = std::numeric_limits<uint64_t>::max();
+  std::vector<std::vector<StepPoint>> timelines;  // each rank's, for the step-time test
   std::map<std::string, std::pair<uint64_t, std::string>> findings;  // id -> idle ns, title
   std::vector<std::string> finding_order;                            // by idle, as ranked
   std::map<std::string, std::pair<uint64_t, uint64_t>> kernels;      // name -> total ns, runs
@@ -55,6 +56,7 @@ RunTotals totalsOf(const AnalysisReport& report, const std::vector<int>& process
     t.step_mean_ns += p.steps.mean_ns / static_cast<double>(processes.size());
     t.step_se_ns += (n > 0 ? p.steps.stddev_ns / std::sqrt(n) : 0.0) / static_cast<double>(processes.size());
     t.timed_steps = std::min(t.timed_steps, p.steps.timed_steps);
+    t.timelines.push_back(p.steps.timeline);
     for (const Finding& f : p.findings) {
       auto [it, inserted] = t.findings.try_emplace(f.id, 0, f.title);
       it->second.first += f.idle_ns;
@@ -195,6 +197,46 @@ StepTimeTest welchTest(double before_mean, double before_se, uint64_t before_n, 
   return test;
 }
 
+StepSample stepSampleOf(const std::vector<std::vector<StepPoint>>& rank_timelines) {
+  StepSample sample;
+  // Ranks step together: their timelines are averaged point by point, over the points all have.
+  std::size_t points = rank_timelines.empty() ? 0 : std::numeric_limits<std::size_t>::max();
+  for (const auto& t : rank_timelines) points = std::min(points, t.size());
+  std::vector<double> means(points, 0.0);
+  std::vector<uint32_t> steps(points, 0);
+  for (std::size_t i = 0; i < points; ++i) {
+    for (const auto& t : rank_timelines) means[i] += static_cast<double>(t[i].mean_ns) / static_cast<double>(rank_timelines.size());
+    steps[i] = rank_timelines.front()[i].steps;
+  }
+  // Warm-up: the leading points far longer than the run's median (compiles, first batches).
+  std::vector<double> sorted = means;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0.0
+                        : sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  std::size_t first = 0;
+  while (first < points / 2 && means[first] > kWarmupFactor * median) sample.warmup_steps += steps[first++];
+  // The rest, in blocks of consecutive points: kTestBlocks blocks from 16 points on, else one a point.
+  const std::size_t left = points - first;
+  const std::size_t blocks = left >= 16 ? kTestBlocks : left;
+  double total_ns = 0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t from = first + b * left / blocks, to = first + (b + 1) * left / blocks;
+    double block_ns = 0;
+    uint64_t block_steps = 0;
+    for (std::size_t i = from; i < to; ++i) {
+      block_ns += means[i] * steps[i];
+      block_steps += steps[i];
+    }
+    if (block_steps == 0) continue;
+    sample.block_means_ns.push_back(block_ns / static_cast<double>(block_steps));
+    sample.steps += block_steps;
+    total_ns += block_ns;
+  }
+  sample.mean_ns = sample.steps ? total_ns / static_cast<double>(sample.steps) : 0.0;
+  return sample;
+}
+
 bool slowerBeyondNoise(const StepTimeTest& test, double threshold) {
   return test.testable && test.beyond_noise && test.change_ns > 0 && test.relative_change > threshold;
 }
@@ -203,14 +245,47 @@ namespace {
 
 // The step-time test and the verdict (the first line of what changed).
 void compareStepTimes(const RunTotals& a, const RunTotals& b, const RunDiffOptions& options, RunDiff& diff) {
-  if (a.timed_steps < 2 || b.timed_steps < 2) {
+  const StepSample sa = stepSampleOf(a.timelines), sb = stepSampleOf(b.timelines);
+  // The mean and its standard error from the block means (the blocks are the samples).
+  const auto se = [](const StepSample& s) {
+    const std::size_t k = s.block_means_ns.size();
+    if (k < 2) return 0.0;
+    double mean = 0, ss = 0;
+    for (double m : s.block_means_ns) mean += m / static_cast<double>(k);
+    for (double m : s.block_means_ns) ss += (m - mean) * (m - mean);
+    return std::sqrt(ss / static_cast<double>(k - 1) / static_cast<double>(k));
+  };
+  const auto block_mean = [](const StepSample& s) {
+    double mean = 0;
+    for (double m : s.block_means_ns) mean += m / static_cast<double>(s.block_means_ns.size());
+    return mean;
+  };
+  if (sa.block_means_ns.size() < 2 || sb.block_means_ns.size() < 2) {
     diff.step_time.level = options.level;
-    diff.step_time.untestable_reason = std::string("run ") + (a.timed_steps < 2 ? "A" : "B") +
-                                       " has fewer than two timed steps (on some rank)";
+    const bool a_short = sa.block_means_ns.size() < 2;
+    const StepSample& s = a_short ? sa : sb;
+    diff.step_time.untestable_reason = std::string("run ") + (a_short ? "A" : "B") + " has fewer than two timed steps" +
+                                       (s.warmup_steps ? " after its " + std::to_string(s.warmup_steps) + " warm-up steps"
+                                                       : std::string()) +
+                                       " (on some rank)";
     diff.verdict = "step time not compared: " + diff.step_time.untestable_reason;
   } else {
-    diff.step_time = welchTest(a.step_mean_ns, a.step_se_ns, a.timed_steps, b.step_mean_ns, b.step_se_ns,
-                               b.timed_steps, options.level);
+    diff.step_time = welchTest(block_mean(sa), se(sa), sa.block_means_ns.size(), block_mean(sb), se(sb),
+                               sb.block_means_ns.size(), options.level);
+    StepTimeTest& t = diff.step_time;
+    t.before_mean_ns = sa.mean_ns;
+    t.after_mean_ns = sb.mean_ns;
+    t.change_ns = sb.mean_ns - sa.mean_ns;
+    t.relative_change = sa.mean_ns > 0 ? t.change_ns / sa.mean_ns : 0.0;
+    t.before_blocks = sa.block_means_ns.size();
+    t.after_blocks = sb.block_means_ns.size();
+    t.before_steps = sa.steps;
+    t.after_steps = sb.steps;
+    t.before_warmup_steps = sa.warmup_steps;
+    t.after_warmup_steps = sb.warmup_steps;
+    // The verdict's direction follows the test's own difference (of block means); the printed
+    // change is of the steps' means, which differ from it only by the blocks' weights.
+    if (t.beyond_noise && (t.change_ns > 0) != (block_mean(sb) > block_mean(sa))) t.beyond_noise = false;
     const StepTimeTest& s = diff.step_time;
     const std::string numbers = "mean step time " + durationOf(s.before_mean_ns) + " -> " + durationOf(s.after_mean_ns) +
                                 " (" + signedDuration(s.change_ns) + ", " + signedPercent(s.relative_change) + ")";

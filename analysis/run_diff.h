@@ -49,13 +49,20 @@ struct DiffQuantity {
   std::optional<double> relativeChange() const;
 };
 
-// The step-time comparison: Welch's t-test of the two runs' mean step times.
+// The step-time comparison: Welch's t-test on block means of each run's steps, warm-up left out
+// (docs/analysis.md, "Comparing runs"). Step times within a run are autocorrelated (a slow data
+// worker, a thermal state, a noisy neighbour last for many steps), so single steps are not
+// independent samples: with hundreds of steps a test on them calls tiny shifts significant. The
+// means of blocks of consecutive steps are close to independent, and a test on 8 of them per run
+// keeps its level.
 struct StepTimeTest {
-  bool testable = false;  // both runs have at least two timed steps
+  bool testable = false;  // both runs have at least two blocks of steps after warm-up
   std::string untestable_reason;  // when not testable, why ("run B has no steps")
-  double before_mean_ns = 0, after_mean_ns = 0;
-  double before_se_ns = 0, after_se_ns = 0;  // standard errors of the means
-  uint64_t before_steps = 0, after_steps = 0;  // timed steps (the fewest of any rank)
+  double before_mean_ns = 0, after_mean_ns = 0;  // of the steps compared (warm-up left out)
+  double before_se_ns = 0, after_se_ns = 0;  // standard errors of the means, from the block means
+  uint64_t before_steps = 0, after_steps = 0;  // steps compared (the fewest of any rank)
+  uint64_t before_warmup_steps = 0, after_warmup_steps = 0;  // leading steps left out as warm-up
+  uint64_t before_blocks = 0, after_blocks = 0;              // block means the test compares
   double change_ns = 0;          // after - before
   double relative_change = 0;    // change / before (0 when before is 0)
   double t = 0;                  // change / sqrt(se_before^2 + se_after^2)
@@ -115,5 +122,18 @@ bool slowerBeyondNoise(const StepTimeTest& test, double threshold);
 // Welch's two-sided test of two means from their standard errors and sample sizes (each >= 2).
 StepTimeTest welchTest(double before_mean, double before_se, uint64_t before_n, double after_mean, double after_se,
                        uint64_t after_n, double level);
+
+// A run's steps as the test sees them: each rank's step timeline (blocks of consecutive steps,
+// StepStats::timeline), averaged over the ranks block by block; the leading blocks longer than
+// kWarmupFactor x the median block left out as warm-up (at most half of them); the rest grouped
+// into kTestBlocks blocks of consecutive steps where there are 16 or more, else one a block.
+struct StepSample {
+  std::vector<double> block_means_ns;  // the blocks the test compares
+  uint64_t steps = 0, warmup_steps = 0;
+  double mean_ns = 0;                  // of the steps compared, weighted by steps
+};
+inline constexpr double kWarmupFactor = 1.5;
+inline constexpr std::size_t kTestBlocks = 8;
+StepSample stepSampleOf(const std::vector<std::vector<StepPoint>>& rank_timelines);
 
 }  // namespace gapwatch::analysis

@@ -75,10 +75,14 @@ void writeTerminalDiff(const analysis::RunDiff& diff, const std::vector<std::str
     else std::snprintf(t, sizeof t, "%sinf", s.t < 0 ? "-" : "");
     std::snprintf(test, sizeof test, "Welch t = %s, %.1f degrees of freedom, two-sided p = %.3g (level %.2g)", t,
                   s.dof, s.p_value, s.level);
-    out << "  " << test << "; standard error of the mean " << formatDuration(static_cast<uint64_t>(std::llround(s.before_se_ns)))
-        << " (A, " << s.before_steps << " steps), "
-        << formatDuration(static_cast<uint64_t>(std::llround(s.after_se_ns))) << " (B, " << s.after_steps
-        << " steps)\n";
+    out << "  " << test << " on block means of consecutive steps; standard error of the mean "
+        << formatDuration(static_cast<uint64_t>(std::llround(s.before_se_ns))) << " (A, " << s.before_steps << " steps in "
+        << s.before_blocks << " blocks), " << formatDuration(static_cast<uint64_t>(std::llround(s.after_se_ns))) << " (B, "
+        << s.after_steps << " steps in " << s.after_blocks << " blocks)\n";
+    if (s.before_warmup_steps || s.after_warmup_steps) {
+      out << "  warm-up left out: the first " << s.before_warmup_steps << " (A) and " << s.after_warmup_steps
+          << " (B) steps, each over " << analysis::kWarmupFactor << " x the run's median step\n";
+    }
   }
   if (diff.changes.size() > 1) {
     out << "\nWhat changed:\n";

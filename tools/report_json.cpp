@@ -280,12 +280,12 @@ json launchesJson(const analysis::LaunchStats& l) {
           {"host_launch_gaps", histogramJson(l.host_launch_gaps)}};
 }
 
-json ncclJson(const analysis::NcclStats& n) {
+json ncclJson(const analysis::NcclStats& n, bool kineto_trace) {
   json types = json::array();
   for (const analysis::NcclTypeStats& t : n.by_type) {
     types.push_back({{"op", t.op},
                      {"calls", t.calls},
-                     {"bytes", t.bytes},
+                     {"bytes", analysis::ncclBytesKnown(t, kineto_trace) ? json(t.bytes) : json(nullptr)},
                      {"host_ns", t.host_ns},
                      {"kernels", t.kernels},
                      {"device_ns", t.device_ns}});
@@ -437,7 +437,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"sync_points", syncPointsJson(p)},
           {"launches", launchesJson(p.launches)},
           {"kernels", kernelsJson(p.kernels)},
-          {"nccl", ncclJson(p.nccl)},
+          {"nccl", ncclJson(p.nccl, p.source.kineto_trace)},
           {"steps", stepsJson(p.steps)},
           {"hta", htaJson(p.hta)}};
 }

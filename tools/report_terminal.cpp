@@ -570,7 +570,8 @@ void printNccl(const ProcessAnalysis& p, std::ostream& out) {
       << padLeft("kernels", 9) << padLeft("device", 11) << '\n';
   for (const analysis::NcclTypeStats& t : n.by_type) {
     if (t.calls == 0 && t.kernels == 0) continue;
-    out << "  " << padRight(printable(t.op), 16) << padLeft(formatCount(t.calls), 9) << padLeft(formatCount(t.bytes), 15)
+    const std::string bytes = analysis::ncclBytesKnown(t, p.source.kineto_trace) ? formatCount(t.bytes) : "not in trace";
+    out << "  " << padRight(printable(t.op), 16) << padLeft(formatCount(t.calls), 9) << " " << padLeft(bytes, 14)
         << padLeft(formatDuration(t.host_ns), 11) << padLeft(formatCount(t.kernels), 9)
         << padLeft(formatDuration(t.device_ns), 11) << '\n';
   }
@@ -591,7 +592,10 @@ void printSteps(const ProcessAnalysis& p, std::ostream& out) {
   }
   row(out, "steps") << plural(s.steps, "step", "steps") << ", median " << formatDuration(s.median_ns) << " (p10 "
                     << formatDuration(s.p10_ns) << ", p90 " << formatDuration(s.p90_ns) << "), median idle "
-                    << formatPercent(s.median_idle_fraction) << '\n';
+                    << formatPercent(s.median_idle_fraction)
+                    << (s.steps < analysis::kFewSteps ? "; " + plural(s.steps, "step", "steps") + ": per-step figures are rough"
+                                                      : std::string())
+                    << '\n';
   row(out, "") << "found by " << printable(s.method);
   if (!s.how.empty()) out << ": " << printable(s.how);
   out << '\n';
@@ -806,8 +810,7 @@ void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& s
   }
   if (report.findings.empty()) {
     if (report.straggler_test) {
-      row(out, "ranks") << "no rank stands out: "
-                        << analysis::describeStragglerTest(*report.straggler_test, report.rank_waits.size()) << '\n';
+      row(out, "ranks") << analysis::unnamedStragglerText(*report.straggler_test, report.rank_waits.size()) << '\n';
     } else {
       row(out, "ranks") << "no rank waited for another in the collectives they shared\n";
     }

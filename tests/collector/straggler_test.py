@@ -5,6 +5,8 @@
   each rank's nccl finding, when it has one, says that no rank stands out.
 - straggler-slow: the same job with rank 1's host work 2x as long: in each of 10 runs the report
   names rank 1, with the test's numbers in the finding.
+- short profiles (the norm: 3-20 steps): 4 ranks, 12 steps, rank 2's host work 3x as long is named
+  in each of 5 runs; with equal work (host_scale 1) none of 5 runs names a rank.
 
 The host time is real time, so a busy machine adds its own lateness: CI once delayed one rank by
 about 0.4 ms a step for a whole run, which at 3 ms +- 1 ms steps made that rank a true straggler
@@ -41,11 +43,14 @@ class StragglerTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def reports(self, name):
-        """The JSON report of each of RUNS runs of scenario `name`, run i with seed i + 1."""
+    def reports(self, name, change=None, runs=RUNS):
+        """The JSON report of each of `runs` runs of scenario `name` (changed by `change`, when
+        given), run i with seed i + 1."""
         with open(os.path.join(HERE, "scenarios", name + ".json")) as f:
             scenario = json.load(f)
-        for i in range(RUNS):
+        if change:
+            change(scenario)
+        for i in range(runs):
             scenario["seed"] = i + 1
             path = os.path.join(self.dir, "%s-%d.json" % (name, i))
             with open(path, "w") as f:
@@ -88,6 +93,32 @@ class StragglerTest(unittest.TestCase):
                 self.assertLess(f["numbers"]["p_value"], report["thresholds"]["straggler_test_level"])
                 self.assertGreater(f["numbers"]["lateness_mean_ns"], 0)
                 self.assertTrue(report["straggler_test"]["named"], summary)
+
+
+    @staticmethod
+    def short_profile(slow_rank_scale):
+        """A 4-rank job profiled for 12 steps (24 collectives a rank waited in, at most), rank 2's
+        batches prepared `slow_rank_scale` x slower: a profile of the usual length, far under the
+        40 collectives the test once needed."""
+        def change(scenario):
+            scenario["processes"] = 4
+            scenario["steps"]["count"] = 12
+            scenario["rank_overrides"] = [{"rank": 2, "host_scale": slow_rank_scale}]
+        return change
+
+    def test_a_short_profile_names_the_rank_that_prepares_its_batches_3x_slower(self):
+        for i, report in self.reports("straggler-slow", self.short_profile(3.0), runs=5):
+            with self.subTest(run=i):
+                summary = json.dumps(report["straggler_test"])
+                stragglers = [f for f in report["findings"] if f["id"] == "straggler"]
+                self.assertEqual(len(stragglers), 1, summary)
+                self.assertEqual(stragglers[0]["numbers"]["rank"], 2, summary)
+
+    def test_a_short_profile_of_equal_work_names_no_straggler(self):
+        for i, report in self.reports("straggler-slow", self.short_profile(1.0), runs=5):
+            with self.subTest(run=i):
+                self.assertEqual([f["id"] for f in report["findings"] if f["id"] == "straggler"], [],
+                                 json.dumps(report["straggler_test"]))
 
 
 if __name__ == "__main__":

@@ -668,6 +668,19 @@ TEST_CASE("across ranks, one long wait among even ones is no straggler") {
   CHECK(report.findings.empty());
 }
 
+TEST_CASE("a short profile's 24 collectives are enough to name a rank late by hundreds of microseconds each time") {
+  // 12 steps of 2 collectives, rank 1 late to each by 300 us: 12 batches of two, 11 degrees of
+  // freedom (until 2026-12-07 anything under 40 collectives was "too few to test").
+  AnalysisReport report =
+      reportOf(arrivals(2, 24, [](int32_t r, std::size_t k) { return r == 1 ? 300 + jitterUs(k, 100) : 0; }));
+  diagnoseReport(report);
+  REQUIRE(report.straggler_test);
+  CHECK(report.straggler_test->batches == 12);
+  CHECK(report.straggler_test->named);
+  REQUIRE(report.findings.size() == 1);
+  CHECK(report.findings[0].id == kFindingStraggler);
+}
+
 TEST_CASE("across ranks, a late rank whose wait is under the bar, or too few collectives, is no straggler") {
   // Always last, by 40 us: 4 ms of the other's 100 ms window, under straggler_min_window_share.
   AnalysisReport report =
@@ -678,14 +691,16 @@ TEST_CASE("across ranks, a late rank whose wait is under the bar, or too few col
   CHECK_FALSE(report.straggler_test->enough_wait);
   CHECK(report.findings.empty());
 
-  // 300 us late every time, but in 39 collectives: fewer than two per batch, no test.
-  report = reportOf(arrivals(2, 39, [](int32_t r, std::size_t k) { return r == 1 ? 300 + jitterUs(k, 100) : 0; }));
+  // 1 ms late every time (7 % of the other's window), but in 7 collectives: under
+  // kStragglerMinCollectives, no test, and the line says so rather than "no rank stands out".
+  report = reportOf(arrivals(2, 7, [](int32_t r, std::size_t k) { return r == 1 ? 1000 + jitterUs(k, 100) : 0; }));
   diagnoseReport(report);
   REQUIRE(report.straggler_test);
   CHECK(report.straggler_test->batches == 0);
   CHECK(report.straggler_test->enough_wait);
   CHECK_FALSE(report.straggler_test->named);
   CHECK(report.findings.empty());
+  CHECK(unnamedStragglerText(*report.straggler_test, 2).rfind("not tested: too few collectives", 0) == 0);
 
   report.rank_waits.clear();  // one rank, or no shared collective
   diagnoseReport(report);

@@ -113,10 +113,12 @@ TEST_CASE("the JSON report of a trace has its source and what is not in it", "[r
 
 TEST_CASE("ranks read from traces are called traces, not recordings", "[report][kineto]") {
   const TraceFile trace(kTrace);
+  // The same trace twice: one rank twice, so two jobs (analysis/job_groups.h), each reported alone.
   const analysis::RunReport report = analysis::analyseRecordingFiles({trace.path, trace.path}, analysis::AnalysisOptions{});
   const std::string out = text(report);
   INFO(out);
-  CHECK(has(out, "== 2 PyTorch profiler traces, analysed together (one per rank) =="));
+  CHECK(has(out, "== 2 PyTorch profiler traces of 2 jobs: each process is reported alone above =="));
+  CHECK(has(out, "not one job: "));
 }
 
 TEST_CASE("a trace with cuda_sync records does not call its sync waits an upper bound", "[report][kineto]") {

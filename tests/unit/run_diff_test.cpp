@@ -18,8 +18,9 @@ constexpr double kMs = 1e6;
 
 std::size_t at(IdleCause cause) { return static_cast<std::size_t>(cause); }
 
-// One rank: `steps` steps of mean `step_ms` (standard deviation `sd_ms`), a 100 ms-per-step window
-// with `host_ms` of host_cpu idle per step, and a data_pipeline finding of that idle when it has any.
+// One rank: `steps` steps of mean `step_ms`, alternately `sd_ms` shorter and longer (one a point of
+// the step timeline), a 100 ms-per-step window with `host_ms` of host_cpu idle per step, and a
+// data_pipeline finding of that idle when it has any.
 ProcessAnalysis rankWith(std::optional<int32_t> rank, uint64_t steps, double step_ms, double sd_ms, double host_ms) {
   ProcessAnalysis p;
   p.rank = rank;
@@ -27,6 +28,13 @@ ProcessAnalysis rankWith(std::optional<int32_t> rank, uint64_t steps, double ste
   p.steps.timed_steps = steps;
   p.steps.mean_ns = step_ms * kMs;
   p.steps.stddev_ns = sd_ms * kMs;
+  for (uint64_t i = 0; i < steps; ++i) {
+    StepPoint point;
+    point.start_ns = i * static_cast<uint64_t>(100 * kMs);
+    point.steps = 1;
+    point.mean_ns = static_cast<uint64_t>((step_ms + (i % 2 ? sd_ms : -sd_ms)) * kMs);
+    p.steps.timeline.push_back(point);
+  }
   DeviceAnalysis d;
   d.window_start_ns = 0;
   d.window_end_ns = static_cast<uint64_t>(100 * kMs) * steps;
@@ -128,9 +136,12 @@ TEST_CASE("two ranks: per-step sums, the step time's mean and error, and what ch
   REQUIRE(matchRanks(a.analysis, b.analysis, pairs).empty());
   const RunDiff diff = diffRuns(a, b, pairs);
 
-  // Mean of the ranks' means; mean of their standard errors (2 / sqrt 10 and 4 / sqrt 10).
+  // The ranks' steps averaged step by step (101 ms, 3 ms shorter and longer in turn), ten blocks
+  // of one step each (under 16 steps): the standard error of their mean.
   CHECK(diff.step_time.before_mean_ns == Approx(101 * kMs));
-  CHECK(diff.step_time.before_se_ns == Approx(3 * kMs / std::sqrt(10.0)));
+  CHECK(diff.step_time.before_se_ns == Approx(3 * kMs * std::sqrt(10.0 / 9.0) / std::sqrt(10.0)));
+  CHECK(diff.step_time.before_blocks == 10);
+  CHECK(diff.step_time.before_warmup_steps == 0);
   CHECK(diff.step_time.after_mean_ns == Approx(61 * kMs));
   CHECK(diff.step_time.beyond_noise);
   CHECK(diff.verdict.rfind("B is faster", 0) == 0);
@@ -164,6 +175,44 @@ TEST_CASE("a run with fewer than two timed steps is not compared on step time", 
   CHECK_FALSE(diff.step_time.testable);
   CHECK(diff.verdict == "step time not compared: run B has fewer than two timed steps (on some rank)");
   CHECK_FALSE(slowerBeyondNoise(diff.step_time, 0.0));
+}
+
+TEST_CASE("warm-up steps are left out of the step-time test, and said", "[run_diff]") {
+  // The same steps, but A's first is a 900 ms compile: with it, A's mean is 180 ms against 100.
+  ProcessAnalysis compiled = rankWith(0, 10, 100, 2, 0);
+  compiled.steps.timeline.front().mean_ns = static_cast<uint64_t>(900 * kMs);
+  const RunReport a = runOf({compiled});
+  const RunReport b = runOf({rankWith(0, 10, 100, 2, 0)});
+  std::vector<RankPair> pairs;
+  REQUIRE(matchRanks(a.analysis, b.analysis, pairs).empty());
+  const RunDiff diff = diffRuns(a, b, pairs);
+  REQUIRE(diff.step_time.testable);
+  CHECK(diff.step_time.before_warmup_steps == 1);
+  CHECK(diff.step_time.after_warmup_steps == 0);
+  CHECK(diff.step_time.before_steps == 9);
+  CHECK_FALSE(diff.step_time.beyond_noise);
+  CHECK(diff.verdict.rfind("no change beyond noise", 0) == 0);
+}
+
+TEST_CASE("from 16 steps on, the test compares 8 block means of consecutive steps", "[run_diff]") {
+  // 64 steps whose time drifts slowly (a noisy neighbour for the first half): single steps would
+  // be 64 samples of a correlated series; the blocks are 8.
+  ProcessAnalysis drifting = rankWith(0, 64, 100, 1, 0);
+  for (std::size_t i = 0; i < 32; ++i) drifting.steps.timeline[i].mean_ns += static_cast<uint64_t>(4 * kMs);
+  const RunReport a = runOf({drifting});
+  const RunReport b = runOf({rankWith(0, 64, 100, 1, 0)});
+  std::vector<RankPair> pairs;
+  REQUIRE(matchRanks(a.analysis, b.analysis, pairs).empty());
+  const RunDiff diff = diffRuns(a, b, pairs);
+  REQUIRE(diff.step_time.testable);
+  CHECK(diff.step_time.before_blocks == 8);
+  CHECK(diff.step_time.after_blocks == 8);
+  CHECK(diff.step_time.before_steps == 64);
+  // Half the blocks 4 ms longer: the standard error is the spread of the 8 block means (2 ms
+  // from their mean each, sample sd 2.14 ms), not of the 64 steps (whose sd over sqrt 64 is 0.27).
+  CHECK(diff.step_time.change_ns == Approx(-2 * kMs));
+  CHECK(diff.step_time.before_se_ns == Approx(2 * kMs * std::sqrt(8.0 / 7.0) / std::sqrt(8.0)));
+  CHECK(diff.step_time.after_se_ns == Approx(0));
 }
 
 TEST_CASE("a finding across ranks (a straggler) counts once for the run", "[run_diff]") {
