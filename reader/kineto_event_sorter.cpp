@@ -42,7 +42,7 @@ std::optional<std::string> KinetoEventSorter::spill() {
              "; set TMPDIR to a directory with room)";
     }
   }
-  std::stable_sort(held_.begin(), held_.end(), less_);
+  std::sort(held_.begin(), held_.end(), less_);
   if (std::fwrite(held_.data(), sizeof(PendingEvent), held_.size(), file_) != held_.size()) {
     return "cannot put the trace's events in time order: writing them to a temporary file failed (" +
            errnoText(errno) + "; set TMPDIR to a directory with room)";
@@ -56,7 +56,7 @@ std::optional<std::string> KinetoEventSorter::spill() {
 
 std::optional<std::string> KinetoEventSorter::drain(
     const std::function<std::optional<std::string>(const PendingEvent&)>& out) {
-  std::stable_sort(held_.begin(), held_.end(), less_);
+  std::sort(held_.begin(), held_.end(), less_);
   if (runs_.empty()) {
     for (const PendingEvent& e : held_) {
       if (auto error = out(e)) return error;

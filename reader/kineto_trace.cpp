@@ -300,7 +300,7 @@ class TraceReader {
   // The one total order of a trace's events (kineto_event_sorter.h): by start, the longer first
   // (a range before what it holds, an outer call before its inner one), then by what the event is
   // and its own fields, the text compared as text (ids follow the file's order); only events equal
-  // in all of these keep the file's order.
+  // in all of these keep the file's order (a strict total order: kineto_event_sorter.h sorts in place).
   bool before(const PendingEvent& a, const PendingEvent& b) const {
     if (a.ts_ns != b.ts_ns) return a.ts_ns < b.ts_ns;
     if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
@@ -314,7 +314,7 @@ class TraceReader {
     if (a.flags != b.flags) return a.flags < b.flags;
     if (a.tid_text != b.tid_text) return textOf(a.tid_text) < textOf(b.tid_text);
     if (a.name != b.name) return textOf(a.name) < textOf(b.name);
-    return false;
+    return a.index < b.index;
   }
 
   uint32_t threadId(const PendingEvent& e) {

@@ -119,7 +119,7 @@ struct KinetoCounts {
 struct KinetoReadOptions {
   // Used events held in memory while the trace is put in time order; beyond that they go to a
   // temporary file in sorted runs (kineto_event_sorter.h). Tests make it small.
-  std::size_t sort_max_in_memory = std::size_t{1} << 20;
+  std::size_t sort_max_in_memory = std::size_t{1} << 19;
 };
 
 struct KinetoReadResult {
