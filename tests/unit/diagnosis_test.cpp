@@ -177,6 +177,22 @@ TEST_CASE("findings are ranked by the idle time each explains, and the verdict n
   CHECK(verdict(p) == "GPU idle 80.0% of the time; 63% of it in host work outside CUDA calls, of unknown kind (no host events)");
 }
 
+TEST_CASE("what the analysis left out is in the verdict line itself, not only in a note below") {
+  std::array<uint64_t, kIdleCauseCount> causes{};
+  causes[at(IdleCause::kHostCpu)] = 50 * kMs;
+  ProcessAnalysis p = diagnosed(processWith(causes, 200));
+  const std::string whole = verdict(p);
+  CHECK(whole.find("left out") == std::string::npos);
+  // A live recording whose events came too late to place (the window is a live stream's), and
+  // events the recorder dropped.
+  p.window_events = 70000;
+  p.late_events = 15522;
+  CHECK(verdict(p) == whole + "; 15,522 of 70,000 events (22.2%) left out: they came after the reordering window "
+                              "had passed their time");
+  p.cupti_records_dropped = 12;
+  CHECK(verdict(p).find("; 12 events dropped by the recorder are not in these numbers") != std::string::npos);
+}
+
 TEST_CASE("the findings' idle adds up to the device's idle, each nanosecond explained once") {
   std::array<uint64_t, kIdleCauseCount> causes{};
   causes[at(IdleCause::kHostCpu)] = 31 * kMs;

@@ -192,6 +192,14 @@ def main(argv):
                            ("corpus short_compile_warmup.json.gz", "warmup")):
         if verdicts.get(name) != expected:
             failures.append(f"{name}: the verdict is {verdicts.get(name)}, not {expected}")
+    # PyTorch 1.8's TensorBoard samples (old schema): the single-process DataLoader's is the input
+    # pipeline (72 % of its idle in enumerate(DataLoader) ranges); with 4 workers it is not.
+    if "shared tb_resnet50_workers0.json.gz" in verdicts:
+        if verdicts["shared tb_resnet50_workers0.json.gz"] != "input_pipeline":
+            failures.append(f"tb_resnet50_workers0: the verdict is {verdicts['shared tb_resnet50_workers0.json.gz']}, "
+                            "not input_pipeline")
+        if verdicts.get("shared tb_resnet50_workers4.json.gz") in (None, "input_pipeline"):
+            failures.append(f"tb_resnet50_workers4: the verdict is {verdicts.get('shared tb_resnet50_workers4.json.gz')}")
     for f in failures:
         print("FAIL " + f)
     print(f"{len(verdicts)} reports checked, {len(failures)} failures")
