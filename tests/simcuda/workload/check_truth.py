@@ -199,6 +199,8 @@ def expected_api_counts(model, world_size):
                 add(name, n * op.get("count", 1) * per)
     add("__cudaGetKernel", len(chevron_kernels))
     add("cudaFree", mallocs - frees)  # what is still allocated is freed at teardown
+    # A recompile that loads kernels loads their cubin as Triton's launcher does (docs/scenarios.md).
+    add("cuModuleLoadData", sum(1 for r in model.recompiles if r.get("load")))
     return counts
 
 
