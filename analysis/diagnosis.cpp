@@ -73,6 +73,36 @@ struct Warmup {
   std::array<uint64_t, kHostPartCount> after_sync_host_by_part_ns{};
 };
 
+// What a listed gap adds to the engine's per-gap warm-up evidence (IdleGap::warmup_by_cause_ns):
+// all of a stall in the process's own first step; else, of a stall in which code was loaded (a
+// module load, a kernel's slow first launch: a compile), the host time no host range names, which
+// went to producing that code (time a range names, data loading or ops, stays what it is).
+struct GapWarmup {
+  bool first_step = false, loads_code = false;
+  std::array<uint64_t, kIdleCauseCount> extra_by_cause_ns{};
+  std::array<uint64_t, kHostPartCount> extra_host_by_part_ns{};
+};
+
+GapWarmup gapWarmupOf(const IdleGap& gap, const ProcessAnalysis& process, uint64_t limit) {
+  GapWarmup g;
+  g.first_step = inProcessFirstStep(gap, process, limit);
+  g.loads_code = (gap.warmup_api_name_id != 0 || gap.warmup_first_launch) && gapLength(gap) >= limit;
+  if (g.first_step) {
+    for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) {
+      g.extra_by_cause_ns[c] = minusClamped(gap.by_cause_ns[c], gap.warmup_by_cause_ns[c]);
+    }
+    for (std::size_t p = 0; p < kHostPartCount; ++p) {
+      g.extra_host_by_part_ns[p] = minusClamped(gap.host_by_part_ns[p], gap.warmup_host_by_part_ns[p]);
+    }
+  } else if (g.loads_code) {
+    constexpr std::size_t kUnknownPart = static_cast<std::size_t>(HostPart::kUnknown);
+    const uint64_t more = minusClamped(gap.host_by_part_ns[kUnknownPart], gap.warmup_host_by_part_ns[kUnknownPart]);
+    g.extra_by_cause_ns[kHostCpu] = more;
+    g.extra_host_by_part_ns[kUnknownPart] = more;
+  }
+  return g;
+}
+
 Warmup warmupOf(const DeviceAnalysis& device, const ProcessAnalysis& process, uint64_t limit) {
   Warmup w;
   for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) {
@@ -82,30 +112,14 @@ Warmup warmupOf(const DeviceAnalysis& device, const ProcessAnalysis& process, ui
   w.host_by_part_ns = device.warmup_host_by_part_ns;
   w.after_sync_host_by_part_ns = device.after_sync_warmup_host_by_part_ns;
   for (const IdleGap& gap : device.longest_gaps) {
-    // A stall in which code was loaded (a module load, a kernel's slow first launch) was a
-    // compile: its host time that no host range names went to producing that code. Time that a
-    // range names (data loading, ops) stays what it is.
-    const bool loads_code = gap.warmup_api_name_id != 0 || gap.warmup_first_launch;
-    if (loads_code && gapLength(gap) >= limit && !inProcessFirstStep(gap, process, limit)) {
-      constexpr std::size_t kUnknownPart = static_cast<std::size_t>(HostPart::kUnknown);
-      const uint64_t more = minusClamped(gap.host_by_part_ns[kUnknownPart], gap.warmup_host_by_part_ns[kUnknownPart]);
-      w.by_cause_ns[kHostCpu] += more;
-      w.host_by_part_ns[kUnknownPart] += more;
-      if (gap.after_sync) {
-        w.after_sync_by_cause_ns[kHostCpu] += more;
-        w.after_sync_host_by_part_ns[kUnknownPart] += more;
-      }
-    }
-    if (!inProcessFirstStep(gap, process, limit)) continue;
-    for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) {
-      const uint64_t more = minusClamped(gap.by_cause_ns[c], gap.warmup_by_cause_ns[c]);
-      w.by_cause_ns[c] += more;
-      if (gap.after_sync) w.after_sync_by_cause_ns[c] += more;
+    const GapWarmup g = gapWarmupOf(gap, process, limit);
+    for (std::size_t c = 0; c < kIdleCauseCount; ++c) {
+      w.by_cause_ns[c] += g.extra_by_cause_ns[c];
+      if (gap.after_sync) w.after_sync_by_cause_ns[c] += g.extra_by_cause_ns[c];
     }
     for (std::size_t p = 0; p < kHostPartCount; ++p) {
-      const uint64_t more = minusClamped(gap.host_by_part_ns[p], gap.warmup_host_by_part_ns[p]);
-      w.host_by_part_ns[p] += more;
-      if (gap.after_sync) w.after_sync_host_by_part_ns[p] += more;
+      w.host_by_part_ns[p] += g.extra_host_by_part_ns[p];
+      if (gap.after_sync) w.after_sync_host_by_part_ns[p] += g.extra_host_by_part_ns[p];
     }
   }
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) w.by_cause_ns[c] = std::min(w.by_cause_ns[c], device.idle_by_cause_ns[c]);
@@ -171,22 +185,18 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
     out.stall_limit_ns = std::max(out.stall_limit_ns, limit);
   }
   for (const IdleGap& gap : device.longest_gaps) {
+    const GapWarmup g = gapWarmupOf(gap, process, limit);
     uint64_t warm = 0;
-    for (uint64_t v : gap.warmup_by_cause_ns) warm += v;
-    const bool first_step = inProcessFirstStep(gap, process, limit);
-    const bool loads_code = (gap.warmup_api_name_id != 0 || gap.warmup_first_launch) && gapLength(gap) >= limit;
-    if ((warm > 0 || first_step || loads_code) && gapLength(gap) >= kLongGapNs) {
+    for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) {
+      warm += std::min(gap.warmup_by_cause_ns[c], gap.by_cause_ns[c]) + g.extra_by_cause_ns[c];
+    }
+    if ((warm > 0 || g.first_step || g.loads_code) && gapLength(gap) >= kLongGapNs) {
       out.warmup_gaps.push_back(gap);
       IdleGap& listed = out.warmup_gaps.back();
       listed.warmup_ns = warm;
-      if (first_step) {
+      if (g.first_step) {
         listed.warmup_first_step = true;
         listed.warmup_evidence = "the process's first step";
-        listed.warmup_ns = 0;
-        for (std::size_t c : {kHostCpu, kCudaApi, kLaunch}) listed.warmup_ns += gap.by_cause_ns[c];
-      } else if (loads_code) {
-        constexpr std::size_t kUnknownPart = static_cast<std::size_t>(HostPart::kUnknown);
-        listed.warmup_ns += minusClamped(gap.host_by_part_ns[kUnknownPart], gap.warmup_host_by_part_ns[kUnknownPart]);
       }
     }
     // A gap the thread spent mostly inside one launch (or copy, event) call is a slow call, a
@@ -194,7 +204,7 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
     const bool in_call = gapLength(gap) >= t.stall_min_ns && gap.by_cause_ns[kLaunch] * 2 > gapLength(gap);
     if (gapLength(gap) < limit && !in_call) continue;
     out.stalls.push_back(gap);
-    if (in_call && (warm > 0 || first_step)) out.one_time_stalls.push_back(gap);
+    if (in_call && (warm > 0 || g.first_step)) out.one_time_stalls.push_back(gap);
   }
   const Warmup warmup = warmupOf(device, process, limit);
 

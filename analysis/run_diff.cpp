@@ -25,10 +25,10 @@ struct RunTotals {
   std::array<uint64_t, kIdleCauseCount> idle_by_cause_ns{};
   std::array<uint64_t, kHostPartCount> host_by_part_ns{};
   uint64_t sync_calls = 0, launches = 0, nccl_ns = 0;
-  // Step-time sample: the mean over ranks of each rank's mean and standard error; the fewest
-  // timed steps of any rank (synchronised ranks share their step times, so averaging them is
-  // not more evidence: the ranks' standard errors are averaged, not combined as independent).
-  double step_mean_ns = 0, step_se_ns = 0;
+  // The mean step time over ranks (each rank's mean, averaged: synchronised ranks share their step
+  // times) and the fewest timed steps of any rank, for the step_time_mean_ns quantity; the
+  // step-time test reads the timelines instead (stepSampleOf).
+  double step_mean_ns = 0;
   uint64_t timed_steps = std::numeric_limits<uint64_t>::max();
   std::vector<std::vector<StepPoint>> timelines;  // each rank's, for the step-time test
   std::map<std::string, std::pair<uint64_t, std::string>> findings;  // id -> idle ns, title
@@ -52,9 +52,7 @@ RunTotals totalsOf(const AnalysisReport& report, const std::vector<int>& process
     for (const SyncTypeStats& s : p.sync_points) t.sync_calls += s.count;
     t.launches += p.launches.launches;
     t.nccl_ns += p.nccl.comm_ns;
-    const double n = static_cast<double>(p.steps.timed_steps);
     t.step_mean_ns += p.steps.mean_ns / static_cast<double>(processes.size());
-    t.step_se_ns += (n > 0 ? p.steps.stddev_ns / std::sqrt(n) : 0.0) / static_cast<double>(processes.size());
     t.timed_steps = std::min(t.timed_steps, p.steps.timed_steps);
     t.timelines.push_back(p.steps.timeline);
     for (const Finding& f : p.findings) {

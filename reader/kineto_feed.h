@@ -22,9 +22,9 @@ namespace gapwatch::kineto {
 // Times below this (µs since the Unix epoch: September 2001) are relative to baseTimeNanoseconds.
 inline constexpr uint64_t kEpochTimesFromNs = uint64_t{1'000'000'000'000'000'000};
 
-// Hands events to the visitor as they come: device-block events in batches (the pipeline's
-// reorder window puts them in order: within a CUPTI buffer's lag), held CPU-side events (steps)
-// merged by time in front of the first batch that reaches them.
+// Hands events to the visitor as the reader gives them, in time order (kineto_event_sorter.h):
+// device-block events in batches, held CPU-side events (steps, host ranges) merged by time in front
+// of the first batch that reaches them.
 class Feed {
  public:
   // `meta` is complete before the first event is handed over: the reader reads the whole trace

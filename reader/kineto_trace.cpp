@@ -267,7 +267,6 @@ class TraceReader {
       comms_args_.push_back(raw.comms);
       e.comms = static_cast<uint32_t>(comms_args_.size());
     }
-    first_used_ns_ = std::min(first_used_ns_, ts);
     return sorter_.add(e);
   }
 
@@ -503,7 +502,6 @@ class TraceReader {
   Feed feed_;
   od::parser parser_;
   bool has_cpu_pid_ = false;
-  uint64_t first_used_ns_ = UINT64_MAX;
   KinetoHostEvents host_events_;
   // The first pass's text (names, text tids, sync kinds), each once, and record_param_comms' args.
   std::vector<std::string> texts_{std::string()};

@@ -40,14 +40,14 @@
 //
 // Reading streams (docs/design/kineto-import.md section 4): the bytes are inflated in blocks
 // (reader/gzip_source.h), reader/json_splitter.h cuts traceEvents into whole elements, and
-// simdjson On-Demand parses them about 1 MiB at a time. Device-block events (runtime and driver
-// calls, kernels, copies, memsets, cuda_sync records) are handed over in file order, in batches
-// that each span at most 1 s: the file holds them within a CUPTI buffer's lag of time order (at
-// most 0.97 s in the shared traces), which the analysis's 2 s reorder window absorbs. CPU-side
-// events that are used (ProfilerStep markers, c10d's NCCL ranges) come first in the file, long before the device work
-// of their time: they are held in a side list and handed over in front of the first batch that
-// reaches their time. So memory is the blocks, one parse batch, one handed-over batch and the held
-// steps, whatever the trace's size (KinetoCounts.max_held_events, max_buffered_bytes).
+// simdjson On-Demand parses them about 1 MiB at a time. Every used event is checked and kept as a
+// PendingEvent, and only once the whole trace is read are they mapped and handed over, in one
+// time order whatever the file's (reader/kineto_event_sorter.h: at most 524,288 in memory, sorted
+// runs in a temporary file beyond). Device-block events go in batches that each span at most 1 s;
+// CPU-side events (ProfilerStep markers, host ranges, c10d's NCCL ranges) are held by the feed and
+// handed over in front of the first batch that reaches their time. So memory is the blocks, one
+// parse batch, the sort's events and one handed-over batch, whatever the trace's size
+// (KinetoCounts.max_sort_held, max_held_events, max_buffered_bytes).
 // Speed: simdjson's stage 1 (the SIMD pass that indexes a batch) is picked at run time by
 // libsimdjson (get_active_implementation(): icelake, haswell, westmere or fallback), so the build
 // needs no -march. On-Demand's compile-time "builtin" implementation (fallback without -mavx2)
