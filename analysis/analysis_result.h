@@ -497,32 +497,54 @@ struct StragglerTest {
   bool named = false;        // both: a straggler finding was made
 };
 
+// One job of several ranks, compared (job_groups.h): whom its ranks waited for in collectives,
+// and what that says. A report of several jobs has one of these per job of two processes or more,
+// never one across jobs: their clocks, ranks and windows are not one run's.
+struct RankComparison {
+  std::vector<std::size_t> processes;  // the job's processes, indices into AnalysisReport::processes
+  std::vector<RankWait> rank_waits;    // empty when they shared no collective
+  std::vector<Finding> findings;       // across these ranks (diagnoseAcrossRanks), ranked by idle_ns
+  std::optional<StragglerTest> straggler_test;  // diagnoseAcrossRanks; none without waits
+
+  bool has(std::size_t process) const {
+    return std::find(processes.begin(), processes.end(), process) != processes.end();
+  }
+};
+
 struct AnalysisReport {
   static constexpr int kJsonVersion = 1;
   AnalysisOptions options;
   std::vector<ProcessAnalysis> processes;
-  std::vector<RankWait> rank_waits;  // empty with one rank
-  std::vector<Finding> findings;     // across ranks (diagnoseAcrossRanks), ranked by idle_ns
-  std::optional<StragglerTest> straggler_test;  // diagnoseAcrossRanks; none without waits
   // The processes given together as jobs (job_groups.h): process indices, and what split them
-  // ("" for one job). The cross-rank numbers above are those of `cross_rank_processes`: every
-  // process when they are one job, the one job of several ranks when only one has several, none
-  // when several do (each would need its own table: the report says to give them apart).
+  // ("" for one job). A report built by hand, or by a caller that does not group, has no `jobs`.
   std::vector<std::vector<std::size_t>> jobs;
   std::string jobs_why;
-  std::vector<std::size_t> cross_rank_processes;
-  // Not grouped (no `jobs`: a report built by hand, or by a caller that does not group): all
-  // processes are one job.
-  bool inCrossRank(std::size_t process) const {
-    return jobs.empty() ||
-           std::find(cross_rank_processes.begin(), cross_rank_processes.end(), process) != cross_rank_processes.end();
+  // One per job of two processes or more, in the order of `jobs`.
+  std::vector<RankComparison> rank_comparisons;
+
+  // The ranks of a report of one job: its comparison's processes, or every process of a report
+  // not grouped into jobs (built by hand: all are one job's).
+  std::vector<std::size_t> ranksOfOneJob() const {
+    if (!rank_comparisons.empty()) return rank_comparisons.front().processes;
+    std::vector<std::size_t> all(processes.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return all;
+  }
+
+  // The comparison process `process` is a rank of; null when its job is itself alone.
+  const RankComparison* comparisonOf(std::size_t process) const {
+    for (const RankComparison& c : rank_comparisons) {
+      if (c.has(process)) return &c;
+    }
+    return nullptr;
   }
 };
 
-// The collectives' waits of process `index` of `report`, when it is one of the ranks compared.
+// The collectives' waits of process `index` of `report`, when it is a rank of a compared job.
 inline const RankWait* rankWaitOf(const AnalysisReport& report, std::size_t index) {
-  if (!report.inCrossRank(index) || !report.processes[index].rank) return nullptr;
-  for (const RankWait& w : report.rank_waits) {
+  const RankComparison* comparison = report.comparisonOf(index);
+  if (!comparison || !report.processes[index].rank) return nullptr;
+  for (const RankWait& w : comparison->rank_waits) {
     if (w.rank == *report.processes[index].rank) return &w;
   }
   return nullptr;

@@ -491,20 +491,18 @@ void addStragglerNumbers(const StragglerTest& t, Finding& f) {
   f.numbers.emplace_back("lateness_mad_ns", static_cast<double>(t.lateness_mad_ns));
 }
 
-}  // namespace
-
-void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
-  report.findings.clear();
-  report.straggler_test.reset();
-  if (report.rank_waits.size() < 2) return;
-  const RankWait* slowest = stragglerCandidate(report.rank_waits);
+// One job's ranks: `job` is one of `report`'s comparisons.
+void diagnoseJobRanks(AnalysisReport& report, RankComparison& job, const DiagnosisThresholds& t) {
+  job.findings.clear();
+  job.straggler_test.reset();
+  if (job.rank_waits.size() < 2) return;
+  const RankWait* slowest = stragglerCandidate(job.rank_waits);
   if (!slowest) return;
 
   // The waiting ranks' windows are what the wait is measured against.
   uint64_t others_window = 0;
   const ProcessAnalysis* slow_process = nullptr;
-  for (std::size_t i = 0; i < report.processes.size(); ++i) {
-    if (!report.inCrossRank(i)) continue;
+  for (std::size_t i : job.processes) {
     const ProcessAnalysis& p = report.processes[i];
     uint64_t window = 0;
     for (const DeviceAnalysis& d : p.devices) window += d.window_end_ns - d.window_start_ns;
@@ -514,13 +512,12 @@ void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
       others_window += window;
     }
   }
-  const std::size_t ranks = report.rank_waits.size();
+  const std::size_t ranks = job.rank_waits.size();
   const StragglerTest test = testStraggler(*slowest, ranks, others_window, t);
-  report.straggler_test = test;
+  job.straggler_test = test;
 
   // Every rank's NCCL finding says whom its collectives waited for, or that the waits are even.
-  for (std::size_t i = 0; i < report.processes.size(); ++i) {
-    if (!report.inCrossRank(i)) continue;
+  for (std::size_t i : job.processes) {
     ProcessAnalysis& p = report.processes[i];
     for (Finding& f : p.findings) {
       if (f.id != kFindingNccl) continue;
@@ -558,7 +555,13 @@ void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
   f.fix = "Balance the ranks: find out why rank " + std::to_string(slowest->rank) +
           " reaches the collectives late (its own report: data loading, host work, uneven shapes or a slower "
           "host) and give it less work or a faster input pipeline.";
-  report.findings.push_back(std::move(f));
+  job.findings.push_back(std::move(f));
+}
+
+}  // namespace
+
+void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& t) {
+  for (RankComparison& job : report.rank_comparisons) diagnoseJobRanks(report, job, t);
 }
 
 void diagnoseReport(AnalysisReport& report, const DiagnosisThresholds& thresholds) {

@@ -123,10 +123,11 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
 void diagnose(ProcessAnalysis& process, const AnalysisOptions& options,
               const DiagnosisThresholds& thresholds = {});
 
-// Replaces report.findings with the findings across ranks (a straggler: the rank the others wait
-// for, named only when the test of report.straggler_test passes), fills report.straggler_test,
-// and adds to each rank's nccl finding whom the ranks wait for, or that no rank stands out. Run
-// after diagnose() on every process.
+// For each of report.rank_comparisons (each job of several ranks, on its own): replaces its
+// findings with the findings across its ranks (a straggler: the rank the others wait for, named
+// only when the test of its straggler_test passes), fills its straggler_test, and adds to each of
+// its ranks' nccl finding whom the ranks wait for, or that no rank stands out. Run after
+// diagnose() on every process.
 void diagnoseAcrossRanks(AnalysisReport& report, const DiagnosisThresholds& thresholds = {});
 
 // P(T >= t) for T with Student's t distribution of `dof` (>= 1) degrees of freedom.

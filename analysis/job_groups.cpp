@@ -42,8 +42,11 @@ std::string misfit(const ProcessAnalysis& a, const RecordingOverview& oa, const 
   if (*a.rank == *b.rank) return "rank " + std::to_string(*a.rank) + " is there more than once";
   const std::optional<int32_t> wa = worldSizeOf(oa), wb = worldSizeOf(ob);
   if (wa && wb && *wa != *wb) return "world sizes " + std::to_string(*wa) + " and " + std::to_string(*wb) + " differ";
-  for (const auto& [p, w] : {std::pair{&a, wa}, std::pair{&b, wb}}) {
-    if (w && *p->rank >= *w) return "rank " + std::to_string(*p->rank) + " is outside a world of " + std::to_string(*w);
+  // Where one says its world's size, both ranks must be in it (the other may not have said).
+  if (const std::optional<int32_t> world = wa ? wa : wb) {
+    for (const ProcessAnalysis* p : {&a, &b}) {
+      if (*p->rank >= *world) return "rank " + std::to_string(*p->rank) + " is outside a world of " + std::to_string(*world);
+    }
   }
   const std::optional<Window> ua = wallWindow(oa), ub = wallWindow(ob);
   if (ua && ub) {

@@ -73,15 +73,16 @@ RunReport RunAnalysis::finish() {
   const JobGroups groups = groupIntoJobs(a.processes, report_.overviews);
   a.jobs = groups.jobs;
   a.jobs_why = groups.why;
-  std::vector<const std::vector<std::size_t>*> several;
+  // Each job of several processes is compared on its own: its ranks' collectives against each
+  // other's, never against another job's.
   for (const std::vector<std::size_t>& job : a.jobs) {
-    if (job.size() > 1) several.push_back(&job);
-  }
-  if (several.size() == 1) a.cross_rank_processes = *several.front();
-  if (a.cross_rank_processes.size() > 1) {
+    if (job.size() < 2) continue;
+    RankComparison comparison;
+    comparison.processes = job;
     std::vector<RankCollectives> job_collectives;
-    for (std::size_t i : a.cross_rank_processes) job_collectives.push_back(std::move(collectives_[i]));
-    a.rank_waits = attributeRankWaits(job_collectives);
+    for (std::size_t i : job) job_collectives.push_back(std::move(collectives_[i]));
+    comparison.rank_waits = attributeRankWaits(job_collectives);
+    a.rank_comparisons.push_back(std::move(comparison));
   }
   diagnoseReport(report_.analysis);
   // A hang is said first: what the process was doing when it died matters more than its idle time.

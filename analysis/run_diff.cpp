@@ -66,11 +66,13 @@ RunTotals totalsOf(const AnalysisReport& report, const std::vector<int>& process
       runs += k.count;
     }
   }
-  // The findings across ranks (a straggler) are the run's, not a rank's: counted once.
-  for (const Finding& f : report.findings) {
-    auto [it, inserted] = t.findings.try_emplace(f.id, 0, f.title);
-    it->second.first += f.idle_ns;
-    if (inserted) t.finding_order.push_back(f.id);
+  // The findings across ranks (a straggler) are the run's, not a rank's: counted once per job.
+  for (const RankComparison& job : report.rank_comparisons) {
+    for (const Finding& f : job.findings) {
+      auto [it, inserted] = t.findings.try_emplace(f.id, 0, f.title);
+      it->second.first += f.idle_ns;
+      if (inserted) t.finding_order.push_back(f.id);
+    }
   }
   if (processes.empty()) t.timed_steps = 0;
   // Findings ranked by their idle summed over ranks (each rank's are ranked on their own).

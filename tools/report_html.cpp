@@ -259,14 +259,12 @@ void processBlock(std::ostream& out, const analysis::RunReport& content, std::si
   findingsBlock(out, p.findings);
 }
 
-void rankTable(std::ostream& out, const analysis::AnalysisReport& report) {
-  out << "<h2>Ranks</h2>\n<div class=scroll><table><tr><th>rank</th><th class=num>idle</th><th>top finding</th>"
+// One job's ranks side by side, and what comparing them says.
+void rankRows(std::ostream& out, const analysis::AnalysisReport& report, const std::vector<std::size_t>& ranks,
+              const analysis::RankComparison* comparison) {
+  out << "<div class=scroll><table><tr><th>rank</th><th class=num>idle</th><th>top finding</th>"
          "<th class=num>step</th><th class=num>NCCL wait</th><th class=num>others waited for it</th></tr>\n";
-  if (report.jobs.size() > 1) {
-    out << "<p>Not one job: " << htmlText(report.jobs_why) << "; only the ranks of one job are compared here.</p>\n";
-  }
-  for (std::size_t i = 0; i < report.processes.size(); ++i) {
-    if (!report.inCrossRank(i)) continue;
+  for (std::size_t i : ranks) {
     const ProcessAnalysis& p = report.processes[i];
     const analysis::ProcessSummary s = analysis::summarizeProcess(p);
     const std::optional<analysis::TopFinding> top = analysis::topFindingOf(p.findings);
@@ -279,9 +277,34 @@ void rankTable(std::ostream& out, const analysis::AnalysisReport& report) {
         << (wait ? htmlText(formatDuration(wait->waited_for_ns)) : "-") << "</td></tr>\n";
   }
   out << "</table></div>\n";
-  if (!report.findings.empty()) {
+  if (comparison && !comparison->findings.empty()) {
     out << "<h3>Across ranks</h3>\n";
-    findingsBlock(out, report.findings);
+    findingsBlock(out, comparison->findings);
+  }
+}
+
+void rankTable(std::ostream& out, const analysis::RunReport& content) {
+  const analysis::AnalysisReport& report = content.analysis;
+  out << "<h2>Ranks</h2>\n";
+  if (report.jobs.size() <= 1) {
+    // One job, or a report not grouped into jobs: every process is a rank of one.
+    const analysis::RankComparison* comparison = report.rank_comparisons.empty() ? nullptr : &report.rank_comparisons[0];
+    rankRows(out, report, report.ranksOfOneJob(), comparison);
+    return;
+  }
+  // Several jobs: each is compared on its own, never across jobs (analysis/job_groups.h).
+  out << "<p>" << report.processes.size() << " processes of " << report.jobs.size()
+      << " jobs, not one: " << htmlText(report.jobs_why) << ". Each job's ranks are compared on their own.</p>\n";
+  if (report.rank_comparisons.empty()) out << "<p>No job has more than one process.</p>\n";
+  for (const analysis::RankComparison& comparison : report.rank_comparisons) {
+    const auto job = std::find(report.jobs.begin(), report.jobs.end(), comparison.processes);
+    out << "<h3>Job " << (job - report.jobs.begin()) + 1 << " of " << report.jobs.size() << ": "
+        << comparison.processes.size() << " ranks</h3>\n<p class=muted>";
+    for (std::size_t k = 0; k < comparison.processes.size(); ++k) {
+      out << (k ? ", " : "") << htmlText(content.files[comparison.processes[k]]);
+    }
+    out << "</p>\n";
+    rankRows(out, report, comparison.processes, &comparison);
   }
 }
 
@@ -294,7 +317,7 @@ void writeHtmlReport(const analysis::RunReport& content, std::ostream& out) {
       << report.processes.size() << (report.processes.size() == 1 ? " process" : " processes")
       << ". Every idle microsecond of each GPU's window is put to one cause (docs/analysis.md).</p>\n";
   if (report.processes.empty()) out << "<p>No recording could be read.</p>\n";
-  if (report.processes.size() > 1) rankTable(out, report);
+  if (report.processes.size() > 1) rankTable(out, content);
   for (std::size_t i = 0; i < report.processes.size(); ++i) processBlock(out, content, i);
   writeHtmlTail(out);
 }

@@ -442,25 +442,10 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"hta", htaJson(p.hta)}};
 }
 
-}  // namespace
-
-json reportJson(const analysis::RunReport& content) {
-  const analysis::AnalysisReport& report = content.analysis;
-  const analysis::AnalysisOptions& o = report.options;
-  const analysis::DiagnosisThresholds t;
-  json inputs = json::array();
-  for (const analysis::RecordingInput& input : content.inputs) {
-    inputs.push_back({{"file", input.file},
-                      {"status", input.status},
-                      {"message", input.message},
-                      {"process", input.process >= 0 ? json(input.process) : json(nullptr)}});
-  }
-  json processes = json::array();
-  for (std::size_t i = 0; i < report.processes.size(); ++i) {
-    processes.push_back(processJson(report.processes[i], content.overviews[i], content.files[i]));
-  }
+// One job's ranks compared: {"processes", "rank_waits", "straggler_test", "findings"}.
+json rankComparisonJson(const analysis::RankComparison& job) {
   json waits = json::array();
-  for (const analysis::RankWait& w : report.rank_waits) {
+  for (const analysis::RankWait& w : job.rank_waits) {
     waits.push_back({{"rank", w.rank}, {"waited_for_ns", w.waited_for_ns}, {"collectives_last", w.collectives_last},
                      {"waited_ns", w.waited_ns}, {"collectives", w.collectives}, {"expected_last", w.expected_last},
                      {"lateness_collectives", w.lateness_collectives}, {"lateness_mean_ns", w.lateness_mean_ns},
@@ -468,7 +453,7 @@ json reportJson(const analysis::RunReport& content) {
                      {"lateness_median_ns", w.lateness_median_ns}, {"lateness_mad_ns", w.lateness_mad_ns}});
   }
   json straggler_test = nullptr;
-  if (const auto& st = report.straggler_test) {
+  if (const auto& st = job.straggler_test) {
     straggler_test = {{"rank", st->rank},
                       {"collectives_last", st->collectives_last},
                       {"collectives", st->collectives},
@@ -488,7 +473,35 @@ json reportJson(const analysis::RunReport& content) {
                       {"named", st->named}};
   }
   json findings = json::array();
-  for (const analysis::Finding& f : report.findings) findings.push_back(findingJson(f));
+  for (const analysis::Finding& f : job.findings) findings.push_back(findingJson(f));
+  return {{"processes", job.processes}, {"rank_waits", waits}, {"straggler_test", straggler_test}, {"findings", findings}};
+}
+
+}  // namespace
+
+json reportJson(const analysis::RunReport& content) {
+  const analysis::AnalysisReport& report = content.analysis;
+  const analysis::AnalysisOptions& o = report.options;
+  const analysis::DiagnosisThresholds t;
+  json inputs = json::array();
+  for (const analysis::RecordingInput& input : content.inputs) {
+    inputs.push_back({{"file", input.file},
+                      {"status", input.status},
+                      {"message", input.message},
+                      {"process", input.process >= 0 ? json(input.process) : json(nullptr)}});
+  }
+  json processes = json::array();
+  for (std::size_t i = 0; i < report.processes.size(); ++i) {
+    processes.push_back(processJson(report.processes[i], content.overviews[i], content.files[i]));
+  }
+  json comparisons = json::array();
+  for (const analysis::RankComparison& job : report.rank_comparisons) comparisons.push_back(rankComparisonJson(job));
+  // With one job of several ranks, its comparison is also at the top level, where readers of one
+  // job's report find it; with none or several, those keys are empty (each job's is in
+  // rank_comparisons).
+  const json only = comparisons.size() == 1 ? comparisons[0]
+                                            : json{{"processes", json::array()}, {"rank_waits", json::array()},
+                                                   {"straggler_test", nullptr}, {"findings", json::array()}};
   return {{"gapwatch_report_version", kReportJsonVersion},
           {"generator", std::string("gapwatch ") + kLibraryVersion},
           {"options",
@@ -514,10 +527,11 @@ json reportJson(const analysis::RunReport& content) {
           {"processes", processes},
           {"jobs", report.jobs},
           {"jobs_why", report.jobs_why.empty() ? json(nullptr) : json(report.jobs_why)},
-          {"cross_rank_processes", report.cross_rank_processes},
-          {"rank_waits", waits},
-          {"straggler_test", straggler_test},
-          {"findings", findings}};
+          {"rank_comparisons", comparisons},
+          {"cross_rank_processes", only["processes"]},
+          {"rank_waits", only["rank_waits"]},
+          {"straggler_test", only["straggler_test"]},
+          {"findings", only["findings"]}};
 }
 
 void writeReportJson(const analysis::RunReport& content, std::ostream& out) {

@@ -737,17 +737,16 @@ void printProcessBlock(const analysis::RunReport& content, std::size_t index, co
   printDropsAndNotes(p, o, style, out);
 }
 
-// One line per process: the numbers to compare ranks by (analysis/process_summary.h: the top
-// finding is the one its verdict names), and from the collectives who waited and whom the others
-// waited for ("-" without shared collectives).
-void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
+// One line per process of a job: the numbers to compare ranks by (analysis/process_summary.h: the
+// top finding is the one its verdict names), and from the collectives who waited and whom the
+// others waited for ("-" without shared collectives).
+void printRankTable(const analysis::AnalysisReport& report, const std::vector<std::size_t>& ranks, std::ostream& out) {
   // Every column after the first starts with a space, however wide its value: a value wider than
   // its column pushes the row on, never into the column before it.
   const auto cell = [](const std::string& text, std::size_t width) { return " " + padLeft(text, width - 1); };
   out << "  " << padRight("rank", 10) << cell("idle", 7) << "  " << padRight("top finding", 18) << cell("step", 10)
       << cell("NCCL wait", 11) << cell("others waited for it", 22) << cell("arrived last", 14) << '\n';
-  for (std::size_t i = 0; i < report.processes.size(); ++i) {
-    if (!report.inCrossRank(i)) continue;
+  for (std::size_t i : ranks) {
     const ProcessAnalysis& p = report.processes[i];
     const analysis::ProcessSummary s = analysis::summarizeProcess(p);
     const std::optional<analysis::TopFinding> top = analysis::topFindingOf(p.findings);  // diagnosed
@@ -762,14 +761,15 @@ void printRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
   }
 }
 
-// HTA's temporal breakdown per rank, as HTA's own table shows it (report --hta).
-void printHtaRankTable(const analysis::AnalysisReport& report, std::ostream& out) {
+// HTA's temporal breakdown per rank of a job, as HTA's own table shows it (report --hta).
+void printHtaRankTable(const analysis::AnalysisReport& report, const std::vector<std::size_t>& ranks, std::ostream& out) {
   bool any = false;
-  for (const ProcessAnalysis& p : report.processes) any = any || p.hta.has_value();
+  for (std::size_t i : ranks) any = any || report.processes[i].hta.has_value();
   if (!any) return;
   out << '\n' << "  " << padRight("HTA", 10) << padLeft("kernel time", 16) << padLeft("idle", 9) << padLeft("compute", 10)
       << padLeft("non-compute", 13) << '\n';
-  for (const ProcessAnalysis& p : report.processes) {
+  for (std::size_t i : ranks) {
+    const ProcessAnalysis& p = report.processes[i];
     if (!p.hta) continue;
     const analysis::HtaView& h = *p.hta;
     out << "  " << padRight(processLabel(p), 10) << padLeft(formatCount(h.kernel_time_us) + " us", 16)
@@ -778,52 +778,85 @@ void printHtaRankTable(const analysis::AnalysisReport& report, std::ostream& out
   }
 }
 
+// One job's ranks side by side: each one's verdict, the rank table, and whom they waited for.
+// `comparison` is null for a report that was not grouped into jobs and compared.
+void printJobRanks(const analysis::AnalysisReport& report, const std::vector<std::size_t>& ranks,
+                   const analysis::RankComparison* comparison, const TerminalStyle& style, std::ostream& out) {
+  for (std::size_t i : ranks) {
+    const ProcessAnalysis& p = report.processes[i];
+    out << padRight(processLabel(p), kLabelWidth) << style.bold(analysis::verdict(p)) << '\n';
+  }
+  out << '\n';
+  printRankTable(report, ranks, out);
+  printHtaRankTable(report, ranks, out);
+  out << '\n';
+  if (!comparison || comparison->rank_waits.empty()) {
+    row(out, "ranks") << "no collective shared by the ranks was recorded: nothing to say about who waited\n";
+    return;
+  }
+  if (comparison->findings.empty()) {
+    if (comparison->straggler_test) {
+      row(out, "ranks") << analysis::unnamedStragglerText(*comparison->straggler_test, comparison->rank_waits.size())
+                        << '\n';
+    } else {
+      row(out, "ranks") << "no rank waited for another in the collectives they shared\n";
+    }
+    return;
+  }
+  row(out, "ranks") << "findings across ranks\n";
+  for (std::size_t i = 0; i < comparison->findings.size(); ++i) {
+    const Finding& f = comparison->findings[i];
+    out << "  " << style.bold(std::to_string(i + 1) + "  " + capitalised(f.title)) << '\n';
+    for (const auto& [name, value] : f.evidence) {
+      out << "       " << padRight(printable(name), kEvidenceNameWidth) << " " << printable(value) << '\n';
+    }
+    out << "       " << style.good("fix") << "  " << f.fix << '\n';
+  }
+}
+
+// A job's heading names this many of its files, then how many more.
+constexpr std::size_t kJobFilesListed = 4;
+
 void printAcrossRanks(const analysis::RunReport& content, const TerminalStyle& style, std::ostream& out) {
   const analysis::AnalysisReport& report = content.analysis;
   std::size_t traces = 0;
   for (const ProcessAnalysis& p : report.processes) traces += p.source.kineto_trace ? 1 : 0;
   const char* what = traces == 0 ? " recordings" : traces == report.processes.size() ? " PyTorch profiler traces" : " files";
-  if (report.jobs.size() > 1) {
-    // Not one job: no cross-rank table across them (analysis/job_groups.h).
-    out << style.bold("== " + std::to_string(report.processes.size()) + what + " of " + std::to_string(report.jobs.size()) +
-                      " jobs: each process is reported alone above ==")
-        << '\n';
-    row(out, "jobs") << "not one job: " << report.jobs_why << "; give one job's files together to compare its ranks\n";
-    if (report.cross_rank_processes.size() < 2) return;
-    out << "one job has " << report.cross_rank_processes.size() << " ranks: compared below\n";
-  } else {
+  if (report.jobs.size() <= 1) {
     out << style.bold("== " + std::to_string(report.processes.size()) + what + ", analysed together (one per rank) ==")
         << '\n';
-  }
-  for (std::size_t i = 0; i < report.processes.size(); ++i) {
-    if (!report.inCrossRank(i)) continue;
-    const ProcessAnalysis& p = report.processes[i];
-    out << padRight(processLabel(p), kLabelWidth) << style.bold(analysis::verdict(p)) << '\n';
-  }
-  out << '\n';
-  printRankTable(report, out);
-  printHtaRankTable(report, out);
-  out << '\n';
-  if (report.rank_waits.empty()) {
-    row(out, "ranks") << "no collective shared by the ranks was recorded: nothing to say about who waited\n";
+    // One job (or a report not grouped into jobs: every process is a rank of one).
+    const analysis::RankComparison* comparison = report.rank_comparisons.empty() ? nullptr : &report.rank_comparisons[0];
+    printJobRanks(report, report.ranksOfOneJob(), comparison, style, out);
     return;
   }
-  if (report.findings.empty()) {
-    if (report.straggler_test) {
-      row(out, "ranks") << analysis::unnamedStragglerText(*report.straggler_test, report.rank_waits.size()) << '\n';
-    } else {
-      row(out, "ranks") << "no rank waited for another in the collectives they shared\n";
+  // Several jobs: each job of several ranks is compared on its own, never across jobs
+  // (analysis/job_groups.h).
+  out << style.bold("== " + std::to_string(report.processes.size()) + what + " of " + std::to_string(report.jobs.size()) +
+                    " jobs ==")
+      << '\n';
+  row(out, "jobs") << "not one job: " << report.jobs_why << '\n';
+  if (report.rank_comparisons.empty()) {
+    row(out, "ranks") << "no job has more than one process: each process is reported alone below\n";
+    return;
+  }
+  for (const analysis::RankComparison& comparison : report.rank_comparisons) {
+    const auto job = std::find(report.jobs.begin(), report.jobs.end(), comparison.processes);
+    const std::size_t number = static_cast<std::size_t>(job - report.jobs.begin()) + 1;
+    out << '\n'
+        << style.bold("== job " + std::to_string(number) + " of " + std::to_string(report.jobs.size()) + ": " +
+                      std::to_string(comparison.processes.size()) + " ranks compared ==")
+        << '\n';
+    // Which files are this job's: ranks of two jobs can carry the same labels.
+    std::string files;
+    for (std::size_t k = 0; k < comparison.processes.size() && k < kJobFilesListed; ++k) {
+      files += (k ? ", " : "") + printable(content.files[comparison.processes[k]]);
     }
-  } else {
-    row(out, "ranks") << "findings across ranks\n";
-    for (std::size_t i = 0; i < report.findings.size(); ++i) {
-      const Finding& f = report.findings[i];
-      out << "  " << style.bold(std::to_string(i + 1) + "  " + capitalised(f.title)) << '\n';
-      for (const auto& [name, value] : f.evidence) {
-        out << "       " << padRight(printable(name), kEvidenceNameWidth) << " " << printable(value) << '\n';
-      }
-      out << "       " << style.good("fix") << "  " << f.fix << '\n';
+    if (comparison.processes.size() > kJobFilesListed) {
+      files += " and " + std::to_string(comparison.processes.size() - kJobFilesListed) + " more";
     }
+    row(out, "files") << files << '\n';
+    printJobRanks(report, comparison.processes, &comparison, style, out);
   }
 }
 

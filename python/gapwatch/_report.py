@@ -36,6 +36,7 @@ _ITEM_KINDS = {
     "top_call_sites": "CallSite",
     "longest_gaps": "Gap",
     "rank_waits": "RankWait",
+    "rank_comparisons": "RankComparison",
     "top_by_time": "KernelStats",
     "short_by_count": "KernelStats",
     "histogram": "HistogramBucket",
@@ -135,9 +136,10 @@ def _notes(lines: Iterable[str]) -> None:
 class Report(Record):
     """The report of one run: `gapwatch report --json`'s document as a Record.
 
-    Attributes are the document's keys: `processes`, `inputs`, `findings` (across ranks),
-    `rank_waits`, `straggler_test`, `options`, `thresholds`, `gapwatch_report_version`,
-    `generator`. Besides them: `files` (the recordings read, directories expanded), `notes`
+    Attributes are the document's keys: `processes`, `inputs`, `jobs`, `rank_comparisons` (one
+    per job of several ranks: its `processes`, `rank_waits`, `straggler_test` and `findings`
+    across its ranks), `findings`, `rank_waits` and `straggler_test` (the only job's, when one
+    job has several ranks), `options`, `thresholds`, `gapwatch_report_version`, `generator`. Besides them: `files` (the recordings read, directories expanded), `notes`
     (notices about them, such as a truncated recording, also given as warnings) and `json`
     (the document's text, as `gapwatch report --json` prints it).
     """

@@ -568,7 +568,7 @@ int64_t jitterUs(std::size_t k, int64_t range) {
   return static_cast<int64_t>(x % static_cast<uint64_t>(2 * range + 1)) - range;
 }
 
-// The ranks of `waits`, each with a 100 ms window and an NCCL finding of its own.
+// The ranks of `waits`, one job, each with a 100 ms window and an NCCL finding of its own.
 AnalysisReport reportOf(std::vector<RankWait> waits) {
   AnalysisReport report;
   for (const RankWait& w : waits) {
@@ -576,7 +576,10 @@ AnalysisReport reportOf(std::vector<RankWait> waits) {
     p.rank = w.rank;
     report.processes.push_back(p);
   }
-  report.rank_waits = std::move(waits);
+  RankComparison job;
+  for (std::size_t i = 0; i < report.processes.size(); ++i) job.processes.push_back(i);
+  job.rank_waits = std::move(waits);
+  report.rank_comparisons.push_back(std::move(job));
   return report;
 }
 
@@ -605,8 +608,8 @@ TEST_CASE("across ranks, a rank late in every collective beyond the jitter is a 
   AnalysisReport report =
       reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) { return r == 1 ? 300 + jitterUs(k, 100) : 0; }));
   diagnoseReport(report);
-  REQUIRE(report.straggler_test);
-  const StragglerTest& test = *report.straggler_test;
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  const StragglerTest& test = *report.rank_comparisons[0].straggler_test;
   CHECK(test.rank == 1);
   CHECK(test.collectives_last == 100);
   CHECK(test.collectives == 100);
@@ -616,8 +619,8 @@ TEST_CASE("across ranks, a rank late in every collective beyond the jitter is a 
   CHECK(test.t > 50);
   CHECK(test.p_value < 1e-10);
   CHECK(test.named);
-  REQUIRE(report.findings.size() == 1);
-  const Finding& f = report.findings[0];
+  REQUIRE(report.rank_comparisons[0].findings.size() == 1);
+  const Finding& f = report.rank_comparisons[0].findings[0];
   CHECK(f.id == kFindingStraggler);
   CHECK(f.title == "waiting for rank 1 in collectives");
   CHECK(f.idle_share == Approx(0.3).margin(0.01));
@@ -636,15 +639,15 @@ TEST_CASE("across ranks, waits that go either way are no straggler however long 
   // was enough to name it.
   AnalysisReport report = reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) { return r == 1 ? jitterUs(k, 600) : 0; }));
   diagnoseReport(report);
-  REQUIRE(report.straggler_test);
-  const StragglerTest& test = *report.straggler_test;
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  const StragglerTest& test = *report.rank_comparisons[0].straggler_test;
   CHECK(test.rank == 1);
   CHECK(test.enough_wait);
   CHECK(test.t == Approx(0.24).margin(0.01));
   CHECK(test.p_value > 0.5);
   CHECK_FALSE(test.late);
   CHECK_FALSE(test.named);
-  CHECK(report.findings.empty());
+  CHECK(report.rank_comparisons[0].findings.empty());
   for (const ProcessAnalysis& p : report.processes) {
     const Finding& nccl = finding(p, kFindingNccl);
     CHECK_FALSE(hasNumber(nccl, "waited_for_rank"));
@@ -660,14 +663,14 @@ TEST_CASE("across ranks, a rank late only in the first collective of each step i
     return jitterUs(k * 4 + static_cast<std::size_t>(r), 20) + (r == 3 && k % 5 == 0 ? 5'000 : 0);
   }));
   diagnoseReport(report);
-  REQUIRE(report.straggler_test);
-  const StragglerTest& test = *report.straggler_test;
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  const StragglerTest& test = *report.rank_comparisons[0].straggler_test;
   CHECK(test.rank == 3);
   CHECK(std::abs(test.lateness_median_ns) < 20'000);
   CHECK(test.lateness_mean_ns == Approx(1'000'000).epsilon(0.01));
   CHECK(test.named);
-  REQUIRE(report.findings.size() == 1);
-  CHECK(report.findings[0].title == "waiting for rank 3 in collectives");
+  REQUIRE(report.rank_comparisons[0].findings.size() == 1);
+  CHECK(report.rank_comparisons[0].findings[0].title == "waiting for rank 3 in collectives");
 }
 
 TEST_CASE("across ranks, one long wait among even ones is no straggler") {
@@ -677,11 +680,11 @@ TEST_CASE("across ranks, one long wait among even ones is no straggler") {
     return r == 1 ? jitterUs(k, 300) + (k == 50 ? 60'000 : 0) : 0;
   }));
   diagnoseReport(report);
-  REQUIRE(report.straggler_test);
-  CHECK(report.straggler_test->rank == 1);
-  CHECK(report.straggler_test->enough_wait);
-  CHECK(report.straggler_test->p_value > 0.1);
-  CHECK(report.findings.empty());
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  CHECK(report.rank_comparisons[0].straggler_test->rank == 1);
+  CHECK(report.rank_comparisons[0].straggler_test->enough_wait);
+  CHECK(report.rank_comparisons[0].straggler_test->p_value > 0.1);
+  CHECK(report.rank_comparisons[0].findings.empty());
 }
 
 TEST_CASE("a short profile's 24 collectives are enough to name a rank late by hundreds of microseconds each time") {
@@ -690,11 +693,11 @@ TEST_CASE("a short profile's 24 collectives are enough to name a rank late by hu
   AnalysisReport report =
       reportOf(arrivals(2, 24, [](int32_t r, std::size_t k) { return r == 1 ? 300 + jitterUs(k, 100) : 0; }));
   diagnoseReport(report);
-  REQUIRE(report.straggler_test);
-  CHECK(report.straggler_test->batches == 12);
-  CHECK(report.straggler_test->named);
-  REQUIRE(report.findings.size() == 1);
-  CHECK(report.findings[0].id == kFindingStraggler);
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  CHECK(report.rank_comparisons[0].straggler_test->batches == 12);
+  CHECK(report.rank_comparisons[0].straggler_test->named);
+  REQUIRE(report.rank_comparisons[0].findings.size() == 1);
+  CHECK(report.rank_comparisons[0].findings[0].id == kFindingStraggler);
 }
 
 TEST_CASE("across ranks, a late rank whose wait is under the bar, or too few collectives, is no straggler") {
@@ -702,26 +705,26 @@ TEST_CASE("across ranks, a late rank whose wait is under the bar, or too few col
   AnalysisReport report =
       reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) { return r == 1 ? 40 + jitterUs(k, 5) : 0; }));
   diagnoseReport(report);
-  REQUIRE(report.straggler_test);
-  CHECK(report.straggler_test->late);
-  CHECK_FALSE(report.straggler_test->enough_wait);
-  CHECK(report.findings.empty());
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  CHECK(report.rank_comparisons[0].straggler_test->late);
+  CHECK_FALSE(report.rank_comparisons[0].straggler_test->enough_wait);
+  CHECK(report.rank_comparisons[0].findings.empty());
 
   // 1 ms late every time (7 % of the other's window), but in 7 collectives: under
   // kStragglerMinCollectives, no test, and the line says so rather than "no rank stands out".
   report = reportOf(arrivals(2, 7, [](int32_t r, std::size_t k) { return r == 1 ? 1000 + jitterUs(k, 100) : 0; }));
   diagnoseReport(report);
-  REQUIRE(report.straggler_test);
-  CHECK(report.straggler_test->batches == 0);
-  CHECK(report.straggler_test->enough_wait);
-  CHECK_FALSE(report.straggler_test->named);
-  CHECK(report.findings.empty());
-  CHECK(unnamedStragglerText(*report.straggler_test, 2).rfind("not tested: too few collectives", 0) == 0);
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  CHECK(report.rank_comparisons[0].straggler_test->batches == 0);
+  CHECK(report.rank_comparisons[0].straggler_test->enough_wait);
+  CHECK_FALSE(report.rank_comparisons[0].straggler_test->named);
+  CHECK(report.rank_comparisons[0].findings.empty());
+  CHECK(unnamedStragglerText(*report.rank_comparisons[0].straggler_test, 2).rfind("not tested: too few collectives", 0) == 0);
 
-  report.rank_waits.clear();  // one rank, or no shared collective
+  report.rank_comparisons[0].rank_waits.clear();  // one rank, or no shared collective
   diagnoseReport(report);
-  CHECK(report.findings.empty());
-  CHECK_FALSE(report.straggler_test);
+  CHECK(report.rank_comparisons[0].findings.empty());
+  CHECK_FALSE(report.rank_comparisons[0].straggler_test);
 }
 
 TEST_CASE("host time is split into findings by what the host was doing, each with its own time") {

@@ -135,6 +135,25 @@ def main(argv):
         if "Ranks" not in text:
             failures.append("no rank table for a two-rank run")
 
+        # The same two ranks given twice are two jobs (rank 0 twice): each job's ranks get a table
+        # of their own, and nothing but rows sits inside a table.
+        twice = os.path.join(work, "twice.html")
+        r = subprocess.run([gapwatch, "report", "--html", twice] + recordings + recordings, capture_output=True,
+                           text=True, timeout=HANG)
+        if r.returncode != 0:
+            failures.append("report --html of two jobs exited %d: %s" % (r.returncode, r.stderr))
+        else:
+            with open(twice, encoding="utf-8") as f:
+                two = f.read()
+            for heading in ("<h3>Job 1 of 2: 2 ranks</h3>", "<h3>Job 2 of 2: 2 ranks</h3>"):
+                if heading not in two:
+                    failures.append("two jobs' page lacks %r" % heading)
+            if two.count("<tr><td><a href=") != 4:
+                failures.append("two jobs' rank tables have %d rows, not 4" % two.count("<tr><td><a href="))
+            for table in re.findall(r"<table>(.*?)</table>", two, re.S):
+                if re.search(r"<(p|h[1-6]|div)\b", table):
+                    failures.append("a block inside a rank table: %r" % table[:200])
+
         # gapwatch diff --html: the same page rules, its verdict and what changed as `diff --json` says.
         diff_page = os.path.join(work, "diff.html")
         runs = [os.path.join(golden, "data-bound.gwt"), os.path.join(golden, "healthy.gwt")]

@@ -20,8 +20,8 @@ beside the repository those are left out and the test says so). For each process
   evidence the engine measured (devices[].warmup_evidence);
 - every share is within 0..1;
 and on every report: idle parts sum to idle, host parts to host time, no device idle beyond its
-window, waits within the waiting ranks' windows, each rank once among those compared, and in the
-terminal's cross-rank table no two values run together. Besides each file alone, the shared
+window, waits within the waiting ranks' windows, each process in one job and each rank once in its
+job's comparison, and in the terminal's cross-rank table no two values run together. Besides each file alone, the shared
 directory is given whole (traces of different jobs) and two runs' recordings together.
 
 Then the two corpus traces made for this: short_data_bound's verdict is input_pipeline, and
@@ -103,7 +103,7 @@ def check_finding(where, p, f):
 
 def check_invariants(where, doc):
     """No impossible number: shares within 0..1, idle parts summing to idle, waits within the
-    waiting ranks' windows, each rank once among the processes compared across ranks."""
+    waiting ranks' windows, each process in one job, each rank once in its job's comparison."""
     failures = []
     processes = doc.get("processes", [])
     for i, p in enumerate(processes):
@@ -119,16 +119,22 @@ def check_invariants(where, doc):
         for d in p.get("devices") or []:
             if d.get("idle_ns", 0) > d.get("window_ns", 0):
                 failures.append(f"{here}: device idle {d['idle_ns']} over its window {d['window_ns']}")
-    compared = doc.get("cross_rank_processes") or []
-    ranks = [processes[i].get("rank") for i in compared]
-    if len(ranks) != len(set(ranks)):
-        failures.append(f"{where}: ranks {ranks} compared across ranks, one of them twice")
-    windows = {processes[i].get("rank"): processes[i].get("window_ns") or 0 for i in compared}
-    for w in doc.get("rank_waits") or []:
-        others = sum(v for r, v in windows.items() if r != w["rank"])
-        if w["waited_for_ns"] > others + SLACK_NS or w["waited_ns"] > windows.get(w["rank"], 0) + SLACK_NS:
-            failures.append(f"{where}: rank {w['rank']}'s waits ({w['waited_ns']} ns, waited for {w['waited_for_ns']} ns) "
-                            f"exceed the windows ({windows})")
+    in_jobs = [i for job in doc.get("jobs") or [] for i in job]
+    if sorted(in_jobs) != list(range(len(processes))) and doc.get("jobs"):
+        failures.append(f"{where}: jobs {doc['jobs']} are not each process once")
+    for k, comparison in enumerate(doc.get("rank_comparisons") or []):
+        compared = comparison.get("processes") or []
+        if compared not in (doc.get("jobs") or []):
+            failures.append(f"{where}: rank comparison {k} ({compared}) is not one of the jobs")
+        ranks = [processes[i].get("rank") for i in compared]
+        if len(ranks) != len(set(ranks)):
+            failures.append(f"{where}: ranks {ranks} compared across ranks, one of them twice")
+        windows = {processes[i].get("rank"): processes[i].get("window_ns") or 0 for i in compared}
+        for w in comparison.get("rank_waits") or []:
+            others = sum(v for r, v in windows.items() if r != w["rank"])
+            if w["waited_for_ns"] > others + SLACK_NS or w["waited_ns"] > windows.get(w["rank"], 0) + SLACK_NS:
+                failures.append(f"{where}: rank {w['rank']}'s waits ({w['waited_ns']} ns, waited for "
+                                f"{w['waited_for_ns']} ns) exceed the windows ({windows})")
     return failures
 
 

@@ -67,7 +67,7 @@ TEST_CASE("the JSON report is versioned and names its options and thresholds") {
   CHECK(doc["options"]["launch_threshold_ns"] == 30000);
   CHECK(doc["options"]["top_n"] == 5);
   CHECK(doc["thresholds"]["min_window_share"] == 0.05);
-  for (const char* key : {"inputs", "processes", "rank_waits", "findings"}) {
+  for (const char* key : {"inputs", "processes", "jobs", "rank_comparisons", "rank_waits", "findings"}) {
     INFO(key);
     CHECK(doc[key].is_array());
   }
@@ -187,4 +187,51 @@ TEST_CASE("a longest gap carries its neighbours and its call, and a process its 
   CHECK(kernels["short_by_count"].is_array());
   CHECK(doc["processes"][0]["sync_points"][0]["label"] == "stream synchronize");
   CHECK(doc["thresholds"]["launch_min_gaps"] == 20);
+}
+
+TEST_CASE("each job of several ranks has its own comparison; the top-level keys are the only job's") {
+  RunReport content = dataBoundContent();
+  const ProcessAnalysis one = content.analysis.processes[0];
+  content.analysis.processes.clear();
+  content.overviews.assign(4, content.overviews[0]);
+  content.files = {"a0.gwt", "a1.gwt", "b0.gwt", "b1.gwt"};
+  for (int32_t k = 0; k < 4; ++k) {
+    content.analysis.processes.push_back(one);
+    content.analysis.processes.back().rank = k % 2;
+  }
+  content.analysis.jobs = {{0, 1}, {2, 3}};
+  content.analysis.jobs_why = "rank 0 is there more than once";
+  RankComparison a;
+  a.processes = {0, 1};
+  a.rank_waits = {{0, 1 * kMs, 2}, {1, 30 * kMs, 28, 0, 30, 15, 30, 1e6, 1e4, 20, 1'000'000, 10'000}};
+  RankComparison b;
+  b.processes = {2, 3};
+  b.rank_waits = {{0, 2 * kMs, 3}, {1, 3 * kMs, 4}};
+  content.analysis.rank_comparisons = {a, b};
+  diagnoseReport(content.analysis);
+
+  json doc = cli::reportJson(content);
+  REQUIRE(doc["rank_comparisons"].size() == 2);
+  CHECK(doc["rank_comparisons"][0]["processes"] == json{0, 1});
+  CHECK(doc["rank_comparisons"][1]["processes"] == json{2, 3});
+  CHECK(doc["rank_comparisons"][0]["rank_waits"][1]["waited_for_ns"] == 30 * kMs);
+  CHECK(doc["rank_comparisons"][1]["rank_waits"][1]["waited_for_ns"] == 3 * kMs);
+  REQUIRE(doc["rank_comparisons"][0]["findings"].size() == 1);
+  CHECK(doc["rank_comparisons"][0]["findings"][0]["id"] == kFindingStraggler);
+  CHECK(doc["rank_comparisons"][1]["findings"].empty());
+  // Two jobs: no one job's numbers at the top level.
+  CHECK(doc["cross_rank_processes"].empty());
+  CHECK(doc["rank_waits"].empty());
+  CHECK(doc["findings"].empty());
+  CHECK(doc["straggler_test"].is_null());
+
+  // One job of several ranks: its comparison is also at the top level.
+  content.analysis.jobs = {{0, 1}, {2}, {3}};
+  content.analysis.rank_comparisons.pop_back();
+  doc = cli::reportJson(content);
+  REQUIRE(doc["rank_comparisons"].size() == 1);
+  CHECK(doc["cross_rank_processes"] == json{0, 1});
+  CHECK(doc["rank_waits"] == doc["rank_comparisons"][0]["rank_waits"]);
+  CHECK(doc["findings"] == doc["rank_comparisons"][0]["findings"]);
+  CHECK(doc["straggler_test"] == doc["rank_comparisons"][0]["straggler_test"]);
 }

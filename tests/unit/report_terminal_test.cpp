@@ -134,12 +134,61 @@ TEST_CASE("several recordings start with each rank's verdict and the cross-rank 
   content.overviews.push_back(content.overviews[0]);
   content.files.push_back("rank1.gwt");
   // Rank 1 late in every collective, beyond the spread (the straggler test's arrival data).
-  content.analysis.rank_waits = {{0, 1 * kMs, 2}, {1, 30 * kMs, 28, 0, 30, 15, 30, 1e6, 1e4, 20, 1'000'000, 10'000}};
+  content.analysis.jobs = {{0, 1}};
+  RankComparison job;
+  job.processes = {0, 1};
+  job.rank_waits = {{0, 1 * kMs, 2}, {1, 30 * kMs, 28, 0, 30, 15, 30, 1e6, 1e4, 20, 1'000'000, 10'000}};
+  content.analysis.rank_comparisons = {job};
   diagnoseReport(content.analysis);
   const std::string text = render(content, false);
   CHECK(text.rfind("== 2 recordings, analysed together (one per rank) ==\nrank 0     GPU idle 80.0%", 0) == 0);
   CHECK(text.find("1  Waiting for rank 1 in collectives") != std::string::npos);
   CHECK(text.find("== rank1.gwt ==") != std::string::npos);
+}
+
+TEST_CASE("recordings of two jobs of two ranks each are compared job by job, never across jobs") {
+  RunReport content = contentWithOneProcess();
+  const ProcessAnalysis one = content.analysis.processes[0];
+  content.analysis.processes.clear();
+  content.overviews.assign(4, content.overviews[0]);
+  content.files = {"a-rank0.gwt", "a-rank1.gwt", "b-rank0.gwt", "b-rank1.gwt"};
+  for (int32_t k = 0; k < 4; ++k) {
+    content.analysis.processes.push_back(one);
+    content.analysis.processes.back().rank = k % 2;
+  }
+  content.analysis.jobs = {{0, 1}, {2, 3}};
+  content.analysis.jobs_why = "their wall-clock windows do not overlap";
+  // Job 1: rank 1 late in every collective; job 2: the ranks even.
+  RankComparison late;
+  late.processes = {0, 1};
+  late.rank_waits = {{0, 1 * kMs, 2}, {1, 30 * kMs, 28, 0, 30, 15, 30, 1e6, 1e4, 20, 1'000'000, 10'000}};
+  RankComparison even;
+  even.processes = {2, 3};
+  content.analysis.rank_comparisons = {late, even};
+  diagnoseReport(content.analysis);
+  REQUIRE(content.analysis.rank_comparisons[0].findings.size() == 1);
+  CHECK(content.analysis.rank_comparisons[1].findings.empty());
+  const std::string text = render(content, false);
+  CHECK(text.rfind("== 4 recordings of 2 jobs ==\njobs       not one job: their wall-clock windows do not overlap\n", 0) ==
+        0);
+  const auto first = text.find("== job 1 of 2: 2 ranks compared ==\nfiles      a-rank0.gwt, a-rank1.gwt\n");
+  const auto second = text.find("== job 2 of 2: 2 ranks compared ==\nfiles      b-rank0.gwt, b-rank1.gwt\n");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(second != std::string::npos);
+  REQUIRE(first < second);
+  // The straggler is job 1's, said under job 1 only; job 2 has no collectives to compare.
+  const auto straggler = text.find("1  Waiting for rank 1 in collectives");
+  CHECK(straggler > first);
+  CHECK(straggler < second);
+  CHECK(text.find("ranks      no collective shared by the ranks was recorded", second) != std::string::npos);
+  // Each job's table has its own two ranks, not four.
+  const auto table = text.find("  rank ", first);
+  REQUIRE(table != std::string::npos);
+  const std::string job_one = text.substr(table, second - table);
+  std::size_t rows = 0;
+  for (auto at = job_one.find("\n  rank "); at != std::string::npos; at = job_one.find("\n  rank ", at + 1)) ++rows;
+  CHECK(rows == 2);
+  CHECK(text.find("give one job's files together") == std::string::npos);
 }
 
 TEST_CASE("the sync section counts sync points and their waiting, and a polling loop's polls") {

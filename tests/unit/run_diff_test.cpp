@@ -222,7 +222,10 @@ TEST_CASE("a finding across ranks (a straggler) counts once for the run", "[run_
   straggler.id = "straggler";
   straggler.title = "rank 1 is late";
   straggler.idle_ns = static_cast<uint64_t>(40 * kMs);
-  b.analysis.findings.push_back(straggler);
+  RankComparison job;
+  job.processes = {0, 1};
+  job.findings.push_back(straggler);
+  b.analysis.rank_comparisons.push_back(job);
   std::vector<RankPair> pairs;
   REQUIRE(matchRanks(a.analysis, b.analysis, pairs).empty());
   const RunDiff diff = diffRuns(a, b, pairs);
