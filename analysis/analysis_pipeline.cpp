@@ -69,6 +69,7 @@ void AnalysisPipeline::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
   // lists no probes at all (an old or partial recorder) is given the benefit of the doubt.
   facts_.device_timeline = hello.probes_size() == 0 || hasProbe(hello, v1::PROBE_CUPTI_ACTIVITY);
   facts_.kineto_trace = hello.source() == v1::STREAM_SOURCE_KINETO_TRACE;
+  facts_.python_sampler = hasProbe(hello, v1::PROBE_PYTHON_SAMPLER);
   facts_.pid = hello.pid();
   facts_.rank = hello.has_rank() ? hello.rank() : -1;
   facts_.host = hello.host();
@@ -95,6 +96,8 @@ void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& str
   for (const NcclCallEvent& call : batch.nccl_calls) window_.push(call);
   for (const MarkerEvent& marker : batch.markers) window_.push(marker);
   for (const HostRangeEvent& range : batch.host_ranges) window_.push(range);
+  python_samples_ += batch.python_samples.size();
+  for (const PythonSampleEvent& sample : batch.python_samples) window_.push(sample);
   for (const DeviceActivityEvent& activity : batch.activities) {
     if (activity.kind == v1::ACTIVITY_KIND_SYNC) ++sync_records_;
     const bool copy = activity.kind == v1::ACTIVITY_KIND_MEMCPY && activity.correlation_id != 0;
@@ -150,6 +153,10 @@ void AnalysisPipeline::Fanout::onHostRange(const HostRangeEvent& range) {
   for (auto& stage : pipeline_.stages_) stage->onHostRange(range);
 }
 
+void AnalysisPipeline::Fanout::onPythonSample(const PythonSampleEvent& sample) {
+  for (auto& stage : pipeline_.stages_) stage->onPythonSample(sample);
+}
+
 ProcessAnalysis AnalysisPipeline::finish(const ReadResult& read, const StreamHealth& health) {
   beginStages();
   window_.flush();
@@ -194,6 +201,9 @@ void AnalysisPipeline::writeProcessFacts(ProcessAnalysis& result) const {
   result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);
   result.cupti_records_incomplete = drops_.total(v1::DROP_SOURCE_CUPTI_INCOMPLETE);
   result.python_stacks = python_stacks_;
+  result.python_sampler = facts_.python_sampler;
+  result.python_samples = python_samples_;
+  result.python_sample_misses = drops_.total(v1::DROP_SOURCE_PYTHON_SAMPLE);
   for (const auto& [key, dropped] : drops_.all()) {
     if (key.first != v1::DROP_SOURCE_PYTHON_STACK || dropped == 0) continue;
     result.python_stack_misses += dropped;

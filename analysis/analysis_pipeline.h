@@ -85,6 +85,7 @@ class AnalysisPipeline final : public RecordingVisitor {
     void onNcclCall(const NcclCallEvent& call) override;
     void onMarker(const MarkerEvent& marker) override;
     void onHostRange(const HostRangeEvent& range) override;
+    void onPythonSample(const PythonSampleEvent& sample) override;
 
    private:
     AnalysisPipeline& pipeline_;
@@ -117,6 +118,7 @@ class AnalysisPipeline final : public RecordingVisitor {
   DropTotals drops_;
   uint64_t sync_records_ = 0;  // SYNC activities seen (RecordingSource::sync_records)
   uint64_t python_stacks_ = 0;  // calls that carry a Python stack (ProcessAnalysis::python_stacks)
+  uint64_t python_samples_ = 0;  // Python samples read (ProcessAnalysis::python_samples)
   std::map<uint64_t, ActivityApiSpan> activity_api_spans_;  // by start: the latest report of each
 };
 

@@ -40,6 +40,14 @@ struct AnalysisOptions {
   uint64_t hta_launch_delay_cutoff_ns = 100000;       // HTA's launch-delay outlier cutoff
   bool hta_view = false;  // also compute HTA's own numbers with HTA's conventions (report --hta)
   HtaRelease hta_release = HtaRelease::k0_6_1;
+  // A sampled Python frame whose file contains one of these is data loading, besides PyTorch's own
+  // torch/utils/data/ (report --input-pipeline-frames; analysis/python_frame_rules.h): Hugging
+  // Face datasets, WebDataset, DALI and Ray Data by default.
+  std::vector<std::string> input_pipeline_frames = defaultInputPipelineFrames();
+
+  static std::vector<std::string> defaultInputPipelineFrames() {
+    return {"/datasets/", "/webdataset/", "/nvidia/dali/", "/ray/data/"};
+  }
 };
 
 // The causes of idle time (ARCHITECTURE.md section 6). Every idle nanosecond has exactly one.
@@ -48,12 +56,18 @@ inline constexpr std::size_t kIdleCauseCount = 6;
 const char* idleCauseName(IdleCause cause);  // "host_cpu", "launch_overhead", ...
 
 // What the host was doing in its host_cpu time (docs/analysis.md, "Host time"), by the evidence
-// of the launching thread's host ranges (events.proto HostRange): inside data loading
-// (`input_pipeline`), inside a framework op (`framework`), outside any op (`other`: Python
-// between ops, logging, metrics...), or `unknown` where the recording holds no host ranges.
+// of the launching thread's host ranges (a trace's events.proto HostRange) or, in a live
+// recording, of its sampled Python stacks (PythonSample): inside data loading (`input_pipeline`),
+// inside a framework op or torch's Python (`framework`), outside any op (`other`: Python between
+// ops, logging, metrics...), or `unknown` where no evidence covers the time.
 enum class HostPart : uint8_t { kInputPipeline, kFramework, kOther, kUnknown };
 inline constexpr std::size_t kHostPartCount = 4;
 const char* hostPartName(HostPart part);  // "input_pipeline", "framework", "other", "unknown"
+
+// Where a device's host split came from: a trace's host events (ops, annotations, data-loading
+// ranges), the recorder's sampled Python stacks, or nothing (all of host_cpu is unknown).
+enum class HostEvidence : uint8_t { kNone, kTraceHostEvents, kPythonSamples };
+const char* hostEvidenceName(HostEvidence evidence);  // "none", "trace_host_events", "python_samples"
 
 // A name under which host time fell (an op, an annotation, a data-loading range), with its time.
 struct HostLabel {
@@ -134,6 +148,9 @@ struct IdleGap {  // one of the longest gaps, for the report
   std::string warmup_evidence;
   uint32_t warmup_api_name_id = 0;   // the call's STRING_KIND_API_NAME id, when the evidence was a call
   uint32_t warmup_range_name_id = 0;  // the range's STRING_KIND_HOST_RANGE_NAME id, when a range
+  // The engine's own label id of a sampled stack's compiler frame, when the evidence was a Python
+  // sample (device_idle.h); 0 when not.
+  uint32_t warmup_sample_label_id = 0;
   bool warmup_first_launch = false;   // the evidence was the first launch of `after`'s kernel
   // Set by the diagnosis: the gap lies in the process's own first step, all of it warm-up; and how
   // much of the gap the diagnosis counted as warm-up (docs/analysis.md, "Stalls and warm-up").
@@ -154,8 +171,12 @@ struct DeviceAnalysis {
   // host_cpu time by what the host was doing: sums to idle_by_cause_ns[host_cpu].
   std::array<uint64_t, kHostPartCount> host_cpu_by_part_ns{};
   // Each part's time by name (top_n, most time first): the input range, the outermost op, the
-  // innermost annotation. None for unknown.
+  // innermost annotation; from samples, the Python line (python_frame_rules.h). None for unknown.
   std::array<std::vector<HostLabel>, kHostPartCount> host_part_labels;
+  // What split host_cpu into parts, and how many Python samples covered some of this device's
+  // host_cpu time (each counted once, however many gaps it covered).
+  HostEvidence host_evidence = HostEvidence::kNone;
+  uint64_t python_samples = 0;
   // Unknown host time in gaps of kLongGapNs or more (the rest is in shorter gaps): the shape the
   // diagnosis reports beside it, as a hint of what it may be, never as its cause.
   uint64_t unknown_host_in_long_gaps_ns = 0;
@@ -430,6 +451,11 @@ struct ProcessAnalysis {
   // did not (DROP_SOURCE_PYTHON_STACK), in all and by reason (pythonStackMissReason).
   uint64_t python_stacks = 0, python_stack_misses = 0;
   std::vector<std::pair<std::string, uint64_t>> python_stack_misses_by_reason;
+  // The Python sampler (Hello.probes: python_sampler) ran; the samples the recording holds
+  // (unreadable ones, stack id 0, included), and those the recorder could not read or keep
+  // (DROP_SOURCE_PYTHON_SAMPLE: the unreadable ones again, and those it dropped).
+  bool python_sampler = false;
+  uint64_t python_samples = 0, python_sample_misses = 0;
   // Spans in which another client used CUPTI's activity API: shared (gapwatch's records are
   // complete) or blind (device records missing). An open span ends where the recording does.
   std::vector<ActivityApiSpan> activity_api_spans;

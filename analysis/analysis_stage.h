@@ -19,6 +19,9 @@ struct RecordingFacts {
   bool device_timeline = true;       // Hello.probes includes cupti_activity
   uint64_t process_start_ns = 0;     // Hello's start time on the recording clock (0 if unknown)
   bool kineto_trace = false;         // Hello.source: a PyTorch profiler trace (no process start)
+  // Hello.probes includes python_sampler: the launching thread's Python was sampled while it
+  // stayed outside CUDA calls, so host time without a sample is unknown for want of a sample.
+  bool python_sampler = false;
   // Who the process was (Hello), for stages that name it (an exporter); rank -1 = not given.
   uint32_t pid = 0;
   int32_t rank = -1;

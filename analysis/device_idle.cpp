@@ -1,6 +1,7 @@
 // analysis/device_idle.cpp: see device_idle.h.
 #include "analysis/device_idle.h"
 
+#include "analysis/python_frame_rules.h"
 #include "analysis/quantity_text.h"
 #include "reader/warmup_names.h"
 
@@ -136,6 +137,74 @@ void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
   spans.push_back({range.start_ns, range.end_ns, max_end, range.kind, range.name_id, warmup});
 }
 
+void DeviceIdleStage::onPythonSample(const PythonSampleEvent& sample) {
+  if (!facts_.device_timeline) return;
+  advance(sample.time_ns);
+  samples_seen_ = true;
+  const uint64_t t = sample.time_ns;
+  uint64_t start = sample.period_ns < t ? t - sample.period_ns : 0;
+  // The stretch it sampled began when the thread's last recorded call returned.
+  if (const RingQueue<CallSpan>* calls = thread_calls_.find(sample.thread_id); calls && !calls->empty()) {
+    const uint64_t last_exit = calls->back().max_exit_ns;
+    // Read while a recorded call was still open (an NCCL call the sampler does not count, or clocks
+    // a hair apart): it says nothing about time outside calls, the only time it could split.
+    if (last_exit > t) return;
+    start = std::max(start, last_exit);
+  }
+  const uint64_t end = eventEnd(t, sample.period_ns);
+  RingQueue<SampleSpan>& spans = thread_samples_[sample.thread_id];
+  const uint64_t h = horizon();
+  while (!spans.empty() && spans.front().end_ns <= h) spans.pop_front();
+  if (!spans.empty() && spans.back().end_ns > start) {
+    // Two samples of one stretch closer than their periods allow: each takes the time nearer to it.
+    SampleSpan& previous = spans.back();
+    const uint64_t middle = previous.time_ns + (t - previous.time_ns) / 2;
+    previous.end_ns = std::max(previous.start_ns, std::min(previous.end_ns, middle));
+    start = std::max(start, previous.end_ns);
+  }
+  if (end <= start || end <= h) return;  // a period of 0 speaks for nothing; no later gap reaches it
+  spans.push_back({start, end, t, sampleClassOf(sample.python_stack_id), 0});
+}
+
+void DeviceIdleStage::endSampleStretch(uint32_t thread_id, uint64_t enter_ns) {
+  RingQueue<SampleSpan>* spans = thread_samples_.find(thread_id);
+  if (!spans || spans->empty()) return;
+  SampleSpan& last = spans->back();
+  if (last.time_ns <= enter_ns && last.end_ns > enter_ns) last.end_ns = std::max(last.start_ns, enter_ns);
+}
+
+uint32_t DeviceIdleStage::sampleClassOf(uint32_t python_stack_id) {
+  if (python_stack_id == 0) return kUnreadSample;
+  if (auto it = stack_classes_.find(python_stack_id); it != stack_classes_.end()) return it->second;
+  const std::string* text = strings_ ? strings_->find(v1::STRING_KIND_PYTHON_STACK, python_stack_id) : nullptr;
+  if (!text) return kUnreadSample;
+  const PythonStackClass c = classifyPythonStack(*text, options_.input_pipeline_frames);
+  uint32_t index = kUnreadSample;
+  if (c.part != HostPart::kUnknown) {
+    index = static_cast<uint32_t>(sample_classes_.size());
+    sample_classes_.push_back({c.part, sampleLabelId(c.label), c.warmup, c.warmup ? sampleLabelId(c.warmup_frame) : 0});
+  }
+  stack_classes_.emplace(python_stack_id, index);
+  return index;
+}
+
+uint32_t DeviceIdleStage::sampleLabelId(const std::string& label) {
+  const uint32_t next_id = static_cast<uint32_t>(sample_labels_.size()) | kSampleLabelBit;
+  auto [it, inserted] = sample_label_ids_.try_emplace(label, next_id);
+  if (inserted) sample_labels_.push_back(label);
+  return it->second;
+}
+
+std::string DeviceIdleStage::labelText(uint32_t name_id) const {
+  if (name_id & kSampleLabelBit) {
+    const uint32_t index = name_id & ~kSampleLabelBit;
+    return index < sample_labels_.size() ? sample_labels_[index] : std::string();
+  }
+  const std::string* name =
+      strings_ && name_id != 0 ? strings_->find(v1::STRING_KIND_HOST_RANGE_NAME, name_id) : nullptr;
+  return name ? *name : (name_id != 0 ? "#" + std::to_string(name_id) : std::string());
+}
+
 bool DeviceIdleStage::isWarmupName(v1::StringKind kind, uint32_t name_id) {
   std::vector<uint8_t>& cache = kind == v1::STRING_KIND_API_NAME ? warmup_api_names_ : warmup_range_names_;
   if (name_id < cache.size() && cache[name_id] != 0) return cache[name_id] == 2;
@@ -151,6 +220,7 @@ bool DeviceIdleStage::isWarmupName(v1::StringKind kind, uint32_t name_id) {
 
 void DeviceIdleStage::noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns,
                                      CallCategory category, uint32_t api_name_id, bool warmup) {
+  if (samples_seen_) endSampleStretch(thread_id, enter_ns);
   RingQueue<CallSpan>& calls = thread_calls_[thread_id];
   const uint64_t h = horizon();
   while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
@@ -378,6 +448,8 @@ void DeviceIdleStage::nameNeighbours(IdleGap& gap) const {
   } else if (gap.warmup_range_name_id != 0 && strings_) {
     const std::string* name = strings_->find(v1::STRING_KIND_HOST_RANGE_NAME, gap.warmup_range_name_id);
     gap.warmup_evidence = name ? *name : "a torch.compile range";
+  } else if (gap.warmup_sample_label_id != 0) {
+    gap.warmup_evidence = labelText(gap.warmup_sample_label_id) + " (a sampled Python stack)";
   } else if (gap.warmup_first_launch) {
     gap.warmup_evidence = "first launch of " + (gap.after.name.empty() ? std::string("a kernel") : gap.after.name);
   }
@@ -530,6 +602,9 @@ void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_
   constexpr std::size_t kFramework = static_cast<std::size_t>(HostPart::kFramework);
   constexpr std::size_t kOther = static_cast<std::size_t>(HostPart::kOther);
   if (!host_ranges_seen_) {
+    if (RingQueue<SampleSpan>* samples = samples_seen_ ? thread_samples_.find(thread_id) : nullptr) {
+      return splitBySamples(device, *samples, a, b, gap);
+    }
     parts[static_cast<std::size_t>(HostPart::kUnknown)] += b - a;  // nothing says what the host did
     return;
   }
@@ -601,6 +676,46 @@ void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_
     device.part_names[part][name] += next - cursor;
     cursor = next;
   }
+}
+
+void DeviceIdleStage::splitBySamples(DeviceState& device, RingQueue<SampleSpan>& spans, uint64_t a, uint64_t b,
+                                     IdleGap& gap) {
+  std::array<uint64_t, kHostPartCount>& parts = gap.host_by_part_ns;
+  constexpr std::size_t kUnknown = static_cast<std::size_t>(HostPart::kUnknown);
+  // Spans are disjoint and in order, so their ends rise: the first that reaches past a.
+  std::size_t lo = 0, hi = spans.size();
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (a < spans[mid].end_ns) hi = mid;
+    else lo = mid + 1;
+  }
+  const uint64_t device_bit = uint64_t{1} << std::min<uint32_t>(device.result.device, 63);
+  uint64_t cursor = a;
+  for (std::size_t i = lo; i < spans.size() && spans[i].start_ns < b; ++i) {
+    SampleSpan& span = spans[i];
+    const uint64_t from = std::max(span.start_ns, a), to = std::min(span.end_ns, b);
+    if (from >= to) continue;
+    if (from > cursor) parts[kUnknown] += from - cursor;  // between samples' reach
+    cursor = to;
+    if (span.class_index == kUnreadSample) {
+      parts[kUnknown] += to - from;  // sampled, but what it held is not known
+      continue;
+    }
+    const SampleClass& c = sample_classes_[span.class_index];
+    const std::size_t part = static_cast<std::size_t>(c.part);
+    parts[part] += to - from;
+    device.part_names[part][c.label_id] += to - from;
+    if (c.warmup) {
+      gap.warmup_host_by_part_ns[part] += to - from;
+      gap.warmup_by_cause_ns[causeIndex(IdleCause::kHostCpu)] += to - from;
+      if (gap.warmup_sample_label_id == 0) gap.warmup_sample_label_id = c.warmup_label_id;
+    }
+    if ((span.devices_counted & device_bit) == 0) {
+      span.devices_counted |= device_bit;
+      ++device.python_samples;
+    }
+  }
+  if (cursor < b) parts[kUnknown] += b - cursor;
 }
 
 void DeviceIdleStage::noteFinisher(DeviceState& device, const DeviceActivityEvent& activity, const QueuingCall* call) {
@@ -737,6 +852,10 @@ void DeviceIdleStage::prune() {
   };
   thread_ops_.eraseWhere(prune_spans);
   thread_ranges_.eraseWhere(prune_spans);
+  thread_samples_.eraseWhere([h](uint64_t, RingQueue<SampleSpan>& spans) {
+    while (!spans.empty() && spans.front().end_ns <= h) spans.pop_front();
+    return spans.empty();
+  });
   while (!blocked_calls_.empty() && !blocked_calls_.front().open && blocked_calls_.front().exit_ns < h) {
     blocked_calls_.pop_front();
   }
@@ -748,6 +867,7 @@ std::size_t DeviceIdleStage::heldCalls() const {
   thread_calls_.forEach([&n](uint64_t, const RingQueue<CallSpan>& calls) { n += calls.size(); });
   thread_ops_.forEach([&n](uint64_t, const RingQueue<HostSpan>& spans) { n += spans.size(); });
   thread_ranges_.forEach([&n](uint64_t, const RingQueue<HostSpan>& spans) { n += spans.size(); });
+  thread_samples_.forEach([&n](uint64_t, const RingQueue<SampleSpan>& spans) { n += spans.size(); });
   return n;
 }
 
@@ -767,12 +887,13 @@ void DeviceIdleStage::write(ProcessAnalysis& result) const {
     }
     for (const auto& [stream_id, stream] : device.streams) r.streams.push_back(stream.idle);
     r.longest_gaps = device.longest;
+    r.host_evidence = host_ranges_seen_         ? HostEvidence::kTraceHostEvents
+                      : device.python_samples > 0 ? HostEvidence::kPythonSamples
+                                                  : HostEvidence::kNone;
+    r.python_samples = device.python_samples;
     for (std::size_t p = 0; p < kHostPartCount; ++p) {
       std::vector<HostLabel>& labels = r.host_part_labels[p];
-      for (const auto& [name_id, ns] : device.part_names[p]) {
-        const std::string* name = strings_ && name_id != 0 ? strings_->find(v1::STRING_KIND_HOST_RANGE_NAME, name_id) : nullptr;
-        labels.push_back({name ? *name : (name_id != 0 ? "#" + std::to_string(name_id) : std::string()), ns});
-      }
+      for (const auto& [name_id, ns] : device.part_names[p]) labels.push_back({labelText(name_id), ns});
       std::sort(labels.begin(), labels.end(), [](const HostLabel& x, const HostLabel& y) {
         return x.ns != y.ns ? x.ns > y.ns : x.name < y.name;
       });

@@ -32,12 +32,20 @@
 //     trace's ops, annotations and data-loading ranges; events.proto HostRange): inside an
 //     input-pipeline range `input_pipeline`, else inside a framework op `framework`, else
 //     `other` (outside any op; named by the innermost annotation around it), where the recording
-//     holds host ranges at all; `unknown` where it holds none, or no thread is known;
+//     holds host ranges at all; where it holds none, from T's sampled Python stacks (a live
+//     recording's PythonSample), each classified by python_frame_rules.h: a sample at t with
+//     period P speaks for [t - P, t + P], but not across a recorded call of T (the sampler reads
+//     a stack only outside CUDA calls, so a call ends the stretch it sampled), and two samples of
+//     one stretch closer than 2P share the time between them at their midpoint; time no sample
+//     speaks for, or whose sample could not be read, is `unknown` (no sample is not "outside any
+//     op"), as is all of it where the recording holds neither, or no thread is known;
 //   - HTA's per-stream breakdown: on each stream, the interval between one activity's end and
 //     the next one's start is host_wait when the next one's call entered after the previous end,
 //     else kernel_wait when shorter than HTA's consecutive-kernel delay, else other.
 // Memory: each thread's calls are kept only while some device's busy frontier has not passed their
-// exit (no later gap can overlap them), at most kMaxLookbackNs; the call index expires likewise.
+// exit (no later gap can overlap them), at most kMaxLookbackNs; the call index expires likewise,
+// and so do host ranges and sample spans. A sample's class is kept per stack id (bounded by the
+// recording's strings, like names).
 #pragma once
 
 #include "analysis/analysis_stage.h"
@@ -52,6 +60,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +87,7 @@ class DeviceIdleStage final : public AnalysisStage {
   void onActivity(const DeviceActivityEvent& activity) override;
   void onNcclCall(const NcclCallEvent& call) override;
   void onHostRange(const HostRangeEvent& range) override;
+  void onPythonSample(const PythonSampleEvent& sample) override;
   // For the names of the longest gaps' neighbours, looked up once, at the end.
   void setStrings(const StringTable* strings) override { strings_ = strings; }
   void finish() override;
@@ -132,6 +142,25 @@ class DeviceIdleStage final : public AnalysisStage {
     uint32_t name_id = 0;
     bool warmup = false;  // a torch.compile range (reader/warmup_names.h)
   };
+  // What a sample's time went to, per stack id (python_frame_rules.h); labels are the stage's own
+  // ids (kSampleLabelBit set), as samples' lines are not in the recording's string table.
+  struct SampleClass {
+    HostPart part = HostPart::kUnknown;
+    uint32_t label_id = 0;
+    bool warmup = false;
+    uint32_t warmup_label_id = 0;  // the compiler frame, for the gap's warm-up evidence
+  };
+  static constexpr uint32_t kSampleLabelBit = 1u << 31;
+  static constexpr uint32_t kUnreadSample = UINT32_MAX;  // SampleSpan::class_index of an unread stack
+  // The stretch of a thread's time one sample speaks for, [start_ns, end_ns) around time_ns. A
+  // thread's spans never overlap and are in time order (onPythonSample), so ends rise too.
+  struct SampleSpan {
+    uint64_t start_ns = 0;
+    uint64_t end_ns = 0;
+    uint64_t time_ns = 0;
+    uint32_t class_index = kUnreadSample;  // into sample_classes_
+    uint64_t devices_counted = 0;  // a bit per device (63: any above) whose count has this sample
+  };
   struct BlockedCall {
     uint64_t enter_ns = 0;
     uint64_t exit_ns = 0;
@@ -173,6 +202,7 @@ class DeviceIdleStage final : public AnalysisStage {
     // Host time by name, per part (HostLabel): name id -> ns; bounded by the names in the trace.
     std::array<std::unordered_map<uint32_t, uint64_t>, kHostPartCount> part_names;
     FrontierActivity frontier;
+    uint64_t python_samples = 0;  // readable samples whose span held some of its host_cpu time
   };
 
   // An edge of a call's span inside a gap, for splitByThread.
@@ -200,8 +230,17 @@ class DeviceIdleStage final : public AnalysisStage {
   // The gap's causes, and its host_cpu time by part into `gap.host_by_part_ns` (names into `device`).
   void attribute(DeviceState& device, IdleGap& gap, const DeviceActivityEvent& next, const QueuingCall* next_call);
   void splitByThread(DeviceState& device, uint32_t thread_id, IdleGap& gap);
-  // [a, b) of host_cpu time on `thread_id`, split by its host ranges into `parts`.
+  // [a, b) of host_cpu time on `thread_id`, split by its host ranges or its samples into `parts`.
   void splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b, IdleGap& gap);
+  // The same by the thread's sample spans (a recording without host ranges).
+  void splitBySamples(DeviceState& device, RingQueue<SampleSpan>& spans, uint64_t a, uint64_t b, IdleGap& gap);
+  // The class of a stack id, worked out once per id: kUnreadSample for 0, or a stack whose text
+  // has no frame or has not been defined (then not cached: a later definition may come).
+  uint32_t sampleClassOf(uint32_t python_stack_id);
+  uint32_t sampleLabelId(const std::string& label);
+  std::string labelText(uint32_t name_id) const;
+  // A call of the thread began at `enter_ns`: its last sample's stretch ended there.
+  void endSampleStretch(uint32_t thread_id, uint64_t enter_ns);
   // Whether a name id is warm-up evidence (reader/warmup_names.h), cached per id: the text is looked up
   // once per name, not per event. A name not defined yet is not cached.
   bool isWarmupName(v1::StringKind kind, uint32_t name_id);
@@ -246,6 +285,13 @@ class DeviceIdleStage final : public AnalysisStage {
   FlatU64Map<RingQueue<HostSpan>> thread_ops_;
   FlatU64Map<RingQueue<HostSpan>> thread_ranges_;
   bool host_ranges_seen_ = false;  // the recording holds host ranges: no op around = outside any op
+  // Per thread, its sample spans in time order (pruned like thread_calls_).
+  FlatU64Map<RingQueue<SampleSpan>> thread_samples_;
+  bool samples_seen_ = false;
+  std::unordered_map<uint32_t, uint32_t> stack_classes_;  // python stack id -> index in sample_classes_
+  std::vector<SampleClass> sample_classes_;
+  std::vector<std::string> sample_labels_;  // label id without kSampleLabelBit -> text
+  std::unordered_map<std::string, uint32_t> sample_label_ids_;
   struct HostEdge {
     uint64_t t;
     uint32_t span;  // index in host_spans_

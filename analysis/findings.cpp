@@ -158,12 +158,22 @@ struct HostSplit {
   std::array<uint64_t, kHostPartCount> ns{};
   std::array<std::vector<HostLabel>, kHostPartCount> labels;
   uint64_t unknown_in_long_gaps_ns = 0;
+  // Where the split came from: a trace's host events where any device had them, else the
+  // sampled Python stacks where any device's host time had one (their count summed over devices).
+  HostEvidence evidence = HostEvidence::kNone;
+  uint64_t python_samples = 0;
 };
 
 HostSplit hostSplit(const ProcessAnalysis& p, std::size_t top_n) {
   HostSplit out;
   for (const DeviceAnalysis& d : p.devices) {
     out.unknown_in_long_gaps_ns += d.unknown_host_in_long_gaps_ns;
+    out.python_samples += d.python_samples;
+    if (d.host_evidence == HostEvidence::kTraceHostEvents) {
+      out.evidence = HostEvidence::kTraceHostEvents;
+    } else if (d.host_evidence == HostEvidence::kPythonSamples && out.evidence == HostEvidence::kNone) {
+      out.evidence = HostEvidence::kPythonSamples;
+    }
     for (std::size_t part = 0; part < kHostPartCount; ++part) {
       out.ns[part] += d.host_cpu_by_part_ns[part];
       for (const HostLabel& l : d.host_part_labels[part]) {
@@ -192,6 +202,26 @@ std::string labelsText(const std::vector<HostLabel>& labels, const char* unnamed
   return text;
 }
 
+// "train.py:42 in train: 340 ms of idle, 61%; loader.py:17 in next_batch: 120 ms of idle, 22%":
+// sampled Python lines, each with its share of the part's host time.
+std::string sampledLabelsText(const std::vector<HostLabel>& labels, uint64_t part_ns) {
+  std::string text;
+  for (const HostLabel& l : labels) {
+    if (!text.empty()) text += "; ";
+    text += l.name + ": " + formatDuration(l.ns) + " of idle, " +
+            formatWholePercent(ratio(static_cast<double>(l.ns), static_cast<double>(part_ns)));
+  }
+  return text;
+}
+
+// The sampled line a finding points at: its part's top label, without the checkpoint prefix.
+std::string sampledSite(const std::vector<HostLabel>& labels) {
+  if (labels.empty()) return "";
+  const std::string& top = labels.front().name;
+  const std::string prefix = "checkpoint: ";
+  return top.compare(0, prefix.size(), prefix) == 0 ? top.substr(prefix.size()) : top;
+}
+
 const char* hostPartFindingId(HostPart part) {
   switch (part) {
     case HostPart::kInputPipeline:
@@ -206,7 +236,7 @@ const char* hostPartFindingId(HostPart part) {
   return kFindingHostUnknown;
 }
 
-const char* hostPartTitle(HostPart part) {
+const char* hostPartTitle(HostPart part, bool sampled) {
   switch (part) {
     case HostPart::kInputPipeline:
       return "waiting on the input pipeline (the host inside data loading)";
@@ -215,7 +245,8 @@ const char* hostPartTitle(HostPart part) {
     case HostPart::kOther:
       return "in host work outside any PyTorch op (Python between ops, per-step work)";
     case HostPart::kUnknown:
-      return "in host work outside CUDA calls, of unknown kind (no host events)";
+      return sampled ? "in host work outside CUDA calls, of unknown kind (no Python sample covers it)"
+                     : "in host work outside CUDA calls, of unknown kind (no host events)";
   }
   return "";
 }
@@ -254,7 +285,11 @@ Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const Analy
   const std::size_t index = static_cast<std::size_t>(part);
   const HostSplit split = hostSplit(p, o.top_n);
   const uint64_t explained = x.host_part_ns[index];
-  FindingBuilder f(hostPartFindingId(part), hostPartTitle(part), explained, x);
+  // A recording made with the sampler on: its unknown time is what no sample covered, not time
+  // nothing could have told apart.
+  const bool sampler = !p.source.kineto_trace && (p.python_sampler || split.python_samples > 0);
+  const bool sampled = split.evidence == HostEvidence::kPythonSamples;
+  FindingBuilder f(hostPartFindingId(part), hostPartTitle(part, sampler), explained, x);
   f.evidence("host time between kernels", shareOfIdle(causes[kHostCpu], x) + ", the launching thread outside any CUDA call for " +
                                               formatDuration(o.launch_threshold_ns) + " or longer");
   f.number("host_cpu_idle_ns", static_cast<double>(causes[kHostCpu]));
@@ -264,49 +299,109 @@ Finding hostPart(const ProcessAnalysis& p, const IdleExplanation& x, const Analy
     parts += std::string(hostPartName(static_cast<HostPart>(q))) + " " + formatDuration(split.ns[q]);
     f.number(std::string("host_") + hostPartName(static_cast<HostPart>(q)) + "_ns", static_cast<double>(split.ns[q]));
   }
+  if (split.evidence == HostEvidence::kTraceHostEvents) {
+    parts += " (from the trace's host events)";
+  } else if (sampled) {
+    parts += " (from " + formatCount(split.python_samples) + " sampled Python " +
+             (split.python_samples == 1 ? "stack)" : "stacks)");
+  }
   f.evidence("what the host was doing", parts);
+  f.number("python_samples", static_cast<double>(split.python_samples));
   const uint64_t elsewhere = split.ns[index] - std::min(split.ns[index], explained);
   if (elsewhere * 100 >= split.ns[index] && elsewhere > 0) {  // worth a line from 1 % of it on
     f.evidence("explained elsewhere", formatDuration(elsewhere) + " of it by stalls or sync points (their findings)");
   }
   addLongHostGapEvidence(f, p, o);
+  // From samples, each part's names are Python lines: what the host was in, a better place to
+  // start than where it came back (the long host gaps' site above).
+  if (sampled && part != HostPart::kUnknown && !split.labels[index].empty()) {
+    const char* what = part == HostPart::kInputPipeline ? "loader called at"
+                       : part == HostPart::kFramework   ? "torch called at"
+                                                        : "where, by sampled line";
+    f.evidence(what, sampledLabelsText(split.labels[index], split.ns[index]));
+    f.pythonSite(sampledSite(split.labels[index]));
+  }
   switch (part) {
     case HostPart::kInputPipeline:
-      f.evidence("data loading", labelsText(split.labels[index], "(unnamed)") +
-                                     ": the host inside these ranges when the device went idle");
+      if (!sampled) {
+        f.evidence("data loading", labelsText(split.labels[index], "(unnamed)") +
+                                       ": the host inside these ranges when the device went idle");
+      }
       f.fix("Have batches ready before the GPU needs them: DataLoader(num_workers=N, persistent_workers=True, "
             "prefetch_factor=2 or more, pin_memory=True); preprocess or tokenize offline; move decoding and "
             "augmentation out of the training process or onto the GPU.");
       break;
     case HostPart::kFramework:
-      f.evidence("ops the host was in", labelsText(split.labels[index], "(unnamed)") + " (outermost op of each moment)");
+      if (!sampled) {
+        f.evidence("ops the host was in",
+                   labelsText(split.labels[index], "(unnamed)") + " (outermost op of each moment)");
+      }
       f.fix("Give each op more work, or dispatch fewer ops: a larger batch; torch.compile (fuses ops; "
             "mode=\"reduce-overhead\" also replays the step as a CUDA graph); CUDA graphs for a static step; "
             "fused or foreach optimizers (fused=True); check the ops above for ones that run on the CPU.");
       break;
     case HostPart::kOther:
-      f.evidence("where, by annotation", labelsText(split.labels[index], "(no annotation)") +
-                                             " (innermost annotation around the host)");
-      f.fix("Find what Python runs between the ops: per-step logging, metrics, checkpointing, evaluation and "
-            "model code outside ops. Do per-step bookkeeping every N steps or off the training thread; "
-            "torch.compile removes Python between ops of the model. A trace written with with_stack=True "
-            "names the Python lines.");
+      if (!sampled) {
+        f.evidence("where, by annotation", labelsText(split.labels[index], "(no annotation)") +
+                                               " (innermost annotation around the host)");
+      }
+      f.fix(std::string("Find what Python runs between the ops: per-step logging, metrics, checkpointing, evaluation "
+                        "and model code outside ops. Do per-step bookkeeping every N steps or off the training "
+                        "thread; torch.compile removes Python between ops of the model.") +
+            (sampled ? " The sampled lines above are where the host was."
+                     : " A trace written with with_stack=True names the Python lines."));
       break;
     case HostPart::kUnknown: {
       const uint64_t unknown = split.ns[index];
-      f.evidence("why unknown", formatDuration(unknown) + " with no host event around it: " +
-                                    (p.source.kineto_trace
-                                         ? "the trace holds no cpu_op or user_annotation events for this time"
-                                         : "the recording holds no host ranges (ops, annotations) around it"));
+      if (p.source.kineto_trace) {
+        f.evidence("why unknown", formatDuration(unknown) + " with no host event around it: "
+                                  "the trace holds no cpu_op or user_annotation events for this time");
+      } else if (sampler) {
+        std::string why = formatDuration(unknown) +
+                          " that no readable Python sample covers: the sampler reads the launching thread's stack "
+                          "only once it has been outside CUDA calls for GAPWATCH_PY_SAMPLE_AFTER_MS (1 ms by "
+                          "default), then every period, and a sample speaks for one period around it, never across "
+                          "a CUDA call; shorter stretches between calls, work launched by a thread without Python "
+                          "(the autograd engine's) and stacks that could not be read stay unknown";
+        if (p.python_sample_misses > 0) {
+          why += " (" + formatCount(p.python_sample_misses) +
+                 (p.python_sample_misses == 1 ? " sample" : " samples") + " could not be read or kept)";
+        }
+        f.evidence("why unknown", why);
+      } else {
+        f.evidence("why unknown", formatDuration(unknown) + " with no host event around it: the recording holds no "
+                                  "host ranges (ops, annotations) around it, and no Python samples: the sampler was "
+                                  "off");
+      }
       const double long_share = ratio(static_cast<double>(split.unknown_in_long_gaps_ns), static_cast<double>(unknown));
       f.evidence("shape (a hint, not a cause)",
                  formatPercent(long_share) + " of it in gaps of 1.02 ms or more, as per-step host work (data loading, "
                  "logging, evaluation) makes; " + formatPercent(1.0 - long_share) +
                  " in shorter gaps, as op dispatch between kernels makes");
       f.number("unknown_in_long_gaps_ns", static_cast<double>(split.unknown_in_long_gaps_ns));
-      f.fix("To tell what it is: profile a few steps with torch.profiler (with_stack=True names the Python "
-            "lines) and run gapwatch report on the trace: it splits this time into data loading, framework ops "
-            "and other host work, each with its fix.");
+      if (p.source.kineto_trace) {
+        f.fix("To tell what it is: profile a few steps with torch.profiler (with_stack=True names the Python "
+              "lines) and run gapwatch report on the trace: it splits this time into data loading, framework ops "
+              "and other host work, each with its fix.");
+      } else if (sampler) {
+        f.fix(std::string(long_share >= 0.5
+                              ? "Most of it lies in gaps of 1 ms or more that no sample covered: the work "
+                                "after them was launched by a thread the sampler does not read (one without "
+                                "Python, as the autograd engine's), its stacks could not be read, or the thread's "
+                                "stretches between CUDA calls were each shorter than the sampler's threshold. "
+                              : "Most of it lies in short gaps, as op dispatch and Python between launches make, "
+                                "shorter than the sampler's threshold: usually framework overhead, which "
+                                "torch.compile or CUDA graphs cut. ") +
+              "To split it too, sample sooner and more often (GAPWATCH_PY_SAMPLE_AFTER_MS=0 "
+              "GAPWATCH_PY_SAMPLE_MS=1, at some CPU cost), or profile a few steps with torch.profiler and run "
+              "gapwatch report on the trace, whose op events cover every stretch.");
+      } else {
+        f.fix("The Python sampler was off (GAPWATCH_PY_SAMPLING=0 or GAPWATCH_PY_STACKS=0 turned it off, or the "
+              "recorder predates it): record again without those settings and gapwatch splits this time by the "
+              "launching thread's sampled Python stacks into data loading, framework and other host work, each "
+              "with its fix. Or profile a few steps with torch.profiler (with_stack=True names the Python lines) "
+              "and run gapwatch report on the trace.");
+      }
       break;
     }
   }

@@ -36,4 +36,16 @@ const char* hostPartName(HostPart part) {
   return "?";
 }
 
+const char* hostEvidenceName(HostEvidence evidence) {
+  switch (evidence) {
+    case HostEvidence::kNone:
+      return "none";
+    case HostEvidence::kTraceHostEvents:
+      return "trace_host_events";
+    case HostEvidence::kPythonSamples:
+      return "python_samples";
+  }
+  return "?";
+}
+
 }  // namespace gapwatch::analysis

@@ -10,9 +10,10 @@ namespace {
 
 constexpr uint8_t kRankMarker = 0;
 constexpr uint8_t kRankHostRange = 1;
-constexpr uint8_t kRankNccl = 2;
-constexpr uint8_t kRankApi = 3;
-constexpr uint8_t kRankActivity = 4;
+constexpr uint8_t kRankPythonSample = 2;
+constexpr uint8_t kRankNccl = 3;
+constexpr uint8_t kRankApi = 4;
+constexpr uint8_t kRankActivity = 5;
 
 // How far ahead of a run's head its slots are prefetched: a few events' processing time.
 constexpr uint32_t kPrefetchSlots = 8;
@@ -45,6 +46,10 @@ ReorderWindow::OrderKey ReorderWindow::keyOf(const HostRangeEvent& range) {
   return {range.start_ns, kRankHostRange, UINT64_MAX - range.end_ns};
 }
 
+ReorderWindow::OrderKey ReorderWindow::keyOf(const PythonSampleEvent& sample) {
+  return {sample.time_ns, kRankPythonSample, 0};
+}
+
 namespace {
 
 // Writes an event into a slot (the union member matching its type).
@@ -58,6 +63,8 @@ template <typename Slot>
 void store(Slot& slot, const MarkerEvent& marker) { slot.event.marker = marker; }
 template <typename Slot>
 void store(Slot& slot, const HostRangeEvent& range) { slot.event.host = range; }
+template <typename Slot>
+void store(Slot& slot, const PythonSampleEvent& sample) { slot.event.sample = sample; }
 
 }  // namespace
 
@@ -138,6 +145,7 @@ bool ReorderWindow::push(const DeviceActivityEvent& activity) { return hold(acti
 bool ReorderWindow::push(const NcclCallEvent& call) { return hold(call, Type::kNcclCall); }
 bool ReorderWindow::push(const MarkerEvent& marker) { return hold(marker, Type::kMarker); }
 bool ReorderWindow::push(const HostRangeEvent& range) { return hold(range, Type::kHostRange); }
+bool ReorderWindow::push(const PythonSampleEvent& sample) { return hold(sample, Type::kPythonSample); }
 
 ReorderWindow::Chunk* ReorderWindow::takeChunk() {
   if (Chunk* chunk = free_chunks_) {
@@ -238,6 +246,7 @@ void ReorderWindow::deliver(const Slot& slot) {
     case Type::kNcclCall: return out_.onNcclCall(slot.event.nccl);
     case Type::kMarker: return out_.onMarker(slot.event.marker);
     case Type::kHostRange: return out_.onHostRange(slot.event.host);
+    case Type::kPythonSample: return out_.onPythonSample(slot.event.sample);
   }
 }
 

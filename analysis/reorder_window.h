@@ -4,10 +4,12 @@
 // device records over in buffers, up to about half a second after the calls of the same time. The
 // window holds every event until no earlier one can still come (the newest time seen has moved
 // `window_ns` past it), then releases them merged in time order to a TimeOrderedConsumer:
-//   - by time: a call, a host range or an activity by its start, a marker by its time;
-//   - at the same nanosecond: markers, then host ranges (the longer first), then NCCL calls, then API calls (the longer first, so an
-//     outer call comes before a call nested in it), then device activities (lowest correlation id
-//     first: on a tie the work queued first ends the gap);
+//   - by time: a call, a host range or an activity by its start, a marker or a Python sample by
+//     its time;
+//   - at the same nanosecond: markers, then host ranges (the longer first), then Python samples
+//     (read before the call that ended the stretch they sampled), then NCCL calls, then API calls
+//     (the longer first, so an outer call comes before a call nested in it), then device
+//     activities (lowest correlation id first: on a tie the work queued first ends the gap);
 //   - otherwise in arrival order.
 // An event that arrives after the window has released something later than it cannot be put in
 // its place any more: it is counted as late and not delivered, so every consumer sees one
@@ -49,6 +51,7 @@ class ReorderWindow {
   bool push(const NcclCallEvent& call);
   bool push(const MarkerEvent& marker);
   bool push(const HostRangeEvent& range);
+  bool push(const PythonSampleEvent& sample);
 
   // End of the stream: releases everything still held.
   void flush();
@@ -63,7 +66,7 @@ class ReorderWindow {
   // Where an event goes in the merged order; `sequence` keeps arrival order among equals.
   struct OrderKey {
     uint64_t time_ns = 0;
-    uint8_t rank = 0;  // marker, host range, NCCL call, API call, activity
+    uint8_t rank = 0;  // marker, host range, Python sample, NCCL call, API call, activity
     uint64_t tie = 0;  // calls, host ranges: UINT64_MAX - end (longer first); activities: correlation id
     bool operator<(const OrderKey& other) const {
       if (time_ns != other.time_ns) return time_ns < other.time_ns;
@@ -71,7 +74,7 @@ class ReorderWindow {
       return tie < other.tie;
     }
   };
-  enum class Type : uint8_t { kApiCall, kActivity, kNcclCall, kMarker, kHostRange };
+  enum class Type : uint8_t { kApiCall, kActivity, kNcclCall, kMarker, kHostRange, kPythonSample };
   // One held event, 112 bytes: memory traffic is most of the window's cost, as an event is read
   // back a whole window after it was written. The event types are plain values, so a tagged union
   // holds any of them without a std::variant's per-copy dispatch. The order key is kept (working
@@ -88,6 +91,7 @@ class ReorderWindow {
       NcclCallEvent nccl;
       MarkerEvent marker;
       HostRangeEvent host;
+      PythonSampleEvent sample;
     } event;
     uint64_t sequence() const { return tagged >> 6; }
     Type type() const { return static_cast<Type>(tagged & 7); }
@@ -138,6 +142,7 @@ class ReorderWindow {
   static OrderKey keyOf(const NcclCallEvent& call);
   static OrderKey keyOf(const MarkerEvent& marker);
   static OrderKey keyOf(const HostRangeEvent& range);
+  static OrderKey keyOf(const PythonSampleEvent& sample);
   static bool spilledLater(const Slot& a, const Slot& b) {  // std heap order: earliest on top
     if (b.key() < a.key()) return true;
     if (a.key() < b.key()) return false;

@@ -27,6 +27,9 @@ class TimeOrderedConsumer {
   virtual void onMarker(const MarkerEvent&) {}
   // What a host thread was doing (ops, data loading, annotations): a trace's CPU side.
   virtual void onHostRange(const HostRangeEvent&) {}
+  // A sample of the launching thread's Python stack, by the time it was read: a live recording's
+  // evidence of what the host was doing outside CUDA calls.
+  virtual void onPythonSample(const PythonSampleEvent&) {}
   // The string table as it stands (names resolve once their definition has arrived).
   virtual void setStrings(const StringTable*) {}
   // No more events: close open intervals.

@@ -125,6 +125,7 @@ void ensure_started() {
   if (cupti.ok) probes = {probe::kCuptiRuntimeCallbacks, probe::kCuptiDriverCallbacks, probe::kCuptiActivity};
   else if (cudart.live) probes = {probe::kCudartHooks};
   if (nccl.live) probes.push_back(probe::kNcclHooks);
+  if (settings.python_sampling && settings.python_stacks) probes.push_back(probe::kPythonSampler);
 
   Recorder* recorder = Recorder::start(settings, probes, cupti.version, cupti.ok ? "" : cupti.why_not);
   if (recorder) {

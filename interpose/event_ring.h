@@ -81,6 +81,11 @@ class EventRing {
     call_start_.store(start_ticks, std::memory_order_release);
   }
   void exit_call() { call_start_.store(0, std::memory_order_relaxed); }
+  // The end of the owner's latest recorded call, for the Python sampler (python_sampler.h): how
+  // long the thread has been outside CUDA. The owner stores it with each call record.
+  void note_exit(uint64_t end_ticks) { last_exit_ticks_.store(end_ticks, std::memory_order_relaxed); }
+  uint64_t last_exit_ticks() const { return last_exit_ticks_.load(std::memory_order_relaxed); }
+  bool inside_call() const { return call_start_.load(std::memory_order_relaxed) != 0; }
   // Consumer side: the call in progress, or false when none (or it changed while being read).
   bool call_in_progress(uint64_t* start_ticks, const char** name, uint64_t* correlation) const {
     uint64_t start = call_start_.load(std::memory_order_acquire);
@@ -101,6 +106,7 @@ class EventRing {
   alignas(64) std::atomic<uint64_t> call_start_{0};
   std::atomic<const char*> call_name_{nullptr};
   std::atomic<uint64_t> call_correlation_{0};
+  std::atomic<uint64_t> last_exit_ticks_{0};  // on call_start_'s line: written by the same thread
 };
 
 }  // namespace gapwatch

@@ -23,6 +23,7 @@ uint64_t base_time(const BatchContent& b) {
   if (!b.api_calls.empty()) base = std::min(base, b.api_calls[0].start_ns);
   if (!b.activities.empty()) base = std::min(base, b.activities[0].start_ns);
   if (!b.nccl_calls.empty()) base = std::min(base, b.nccl_calls[0].start_ns);
+  if (!b.python_samples.empty()) base = std::min(base, b.python_samples[0].time_ns);
   return base == UINT64_MAX ? 0 : base;
 }
 
@@ -149,6 +150,19 @@ void FrameEncoder::batch(const BatchContent& b, std::string& out) {
         m.u64<nccl_call::kGroupDepthField>(e.group_depth);
       });
       t = e.start_ns, thread = e.thread_id;
+    }
+  }
+  {
+    uint64_t t = base;
+    uint32_t thread = 0;
+    for (const PythonSampleFields& e : b.python_samples) {
+      w.message<batch::kPythonSamplesField>(item_, [&](ProtoWriter& m) {
+        if (e.thread_id != thread) m.u64<wire::PythonSample::kThreadIdField>(e.thread_id);
+        m.s64<wire::PythonSample::kTimeDeltaNsField>(int64_t(e.time_ns - t));
+        m.u64<wire::PythonSample::kPythonStackIdField>(e.python_stack_id);
+        m.u64<wire::PythonSample::kPeriodNsField>(e.period_ns);
+      });
+      t = e.time_ns, thread = e.thread_id;
     }
   }
   for (const auto& d : b.drops) w.message<batch::kDropsField>(item_, [&](ProtoWriter& m) { drop_counter(m, d); });

@@ -136,6 +136,13 @@ struct ActivityApiSpanFields {
   std::string client;
 };
 
+// gapwatch.v1.PythonSample: the sampler's (python_sampler.h).
+struct PythonSampleFields {
+  uint32_t thread_id = 0;
+  uint64_t time_ns = 0;
+  uint32_t python_stack_id = 0;  // interned STRING_KIND_PYTHON_STACK, 0 = could not be read
+  uint64_t period_ns = 0;
+};
 struct BatchContent {
   uint64_t sequence = 0;
   std::vector<ActivityApiSpanFields> activity_api_spans;
@@ -144,6 +151,7 @@ struct BatchContent {
   std::vector<DeviceActivityFields> activities;
   std::vector<NcclCallFields> nccl_calls;
   std::vector<DropCount> drops;
+  std::vector<PythonSampleFields> python_samples;
 };
 
 class FrameEncoder {

@@ -18,6 +18,10 @@
 // PyUnicode_Type and PyBytes_Type, bounded sizes and depth) before its fields are used. Any
 // doubt records no stack and says why (PythonStackMiss); nothing here can block or allocate.
 //
+// Another thread's stack (the sampler's, python_sampler.h) is read by the same walk, but through
+// process_vm_readv: its frames change under the reader, and a stale pointer must cost a sample,
+// never a fault (docs/design/python-sampling.md).
+//
 // Threads: capture() may be called from any user thread, concurrently. The interpreter is looked
 // up on first use and again at most once a second while none is found (an embedded interpreter
 // may be loaded late), under a mutex that only that lookup takes.
@@ -38,6 +42,8 @@ enum class PythonStackMiss : uint8_t {
   kSubinterpreter,    // the thread runs a subinterpreter: its layout is not checked
   kNoFrame,           // a Python thread with no Python frame (between calls, or exiting)
   kInvalid,           // a value failed a sanity check (a frame being torn down, a foreign build)
+  kUnreadable,        // another thread's memory could not be read (a torn or stale pointer)
+  kChanged,           // another thread's innermost frame changed while its stack was read
   kCount
 };
 
@@ -49,6 +55,29 @@ inline constexpr size_t kMaxPythonStackText = 8192;
 // Writes the calling thread's Python stack into `text` (capacity `capacity`, kMaxPythonStackText
 // is always enough) and returns its length; 0 when there is none, with `*miss` saying why.
 size_t capture_python_stack(char* text, size_t capacity, PythonStackMiss* miss);
+
+// The calling thread's PyThreadState, or nullptr (no interpreter, or a thread that runs no
+// Python): what capture_other_thread_python_stack() is later given to read this thread's stack
+// from another thread. Cheap after the first call: a pthread_getspecific.
+const void* current_python_thread_state();
+
+// What reading other threads' stacks keeps between reads (the code objects it has named):
+// made once by the one thread that reads (the sampler's), about 800 KiB.
+struct PythonReadState;
+PythonReadState* new_python_read_state();
+void delete_python_read_state(PythonReadState* state);
+// Walks that found the last stack unchanged, and process_vm_readv calls made (GAPWATCH_LOG=info).
+uint64_t python_read_state_unchanged(const PythonReadState* state);
+uint64_t python_read_state_reads(const PythonReadState* state);
+
+// The Python stack of another thread, whose state is `tstate` (current_python_thread_state() on
+// that thread) and whose pthread_self() is `thread_id`, read while it runs (python_sampler.h).
+// Every read goes through process_vm_readv on our own pid: a pointer torn or freed under the
+// walk gives no stack (kUnreadable, with the read's errno in `*read_error`, kInvalid, or kChanged
+// when the innermost frame is not the same after the walk), never a fault. Not async-signal-safe;
+// never blocks; allocates nothing. Same text format as capture_python_stack.
+size_t capture_other_thread_python_stack(PythonReadState* state, const void* tstate, unsigned long thread_id,
+                                         char* text, size_t capacity, PythonStackMiss* miss, int* read_error);
 
 // The interpreter's minor version once found (3.<minor>), else 0. For the start-up note.
 int python_minor_found();

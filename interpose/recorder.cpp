@@ -44,6 +44,7 @@ constexpr uint32_t kDropSourceCupti = wire::DropSource::kCupti;
 constexpr uint32_t kDropSourceTransport = wire::DropSource::kTransport;
 constexpr uint32_t kDropSourceCuptiIncomplete = wire::DropSource::kCuptiIncomplete;
 constexpr uint32_t kDropSourcePythonStack = wire::DropSource::kPythonStack;
+constexpr uint32_t kDropSourcePythonSample = wire::DropSource::kPythonSample;
 // CUPTI is asked for finished records every 100 ms, by the clock rather than by flush rounds (a
 // launch storm brings rounds forward to every millisecond): a record reaches the output at most
 // about that long after its work ended (docs/performance.md measures it), at ten
@@ -150,12 +151,15 @@ uint32_t Recorder::post_python_stack() {
     if (uint32_t id = stack_miss_id(miss)) stack_misses_[id].fetch_add(1, std::memory_order_relaxed);
     return 0;
   }
+  const uint32_t number = post_stack_text(text, length);
+  if (number == 0) stack_misses_[kStackMailFull].fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
+
+uint32_t Recorder::post_stack_text(const char* text, size_t length) {
   std::lock_guard<std::mutex> lock(stacks_mu_);
   const uint32_t header[2] = {next_stack_number_ + 1 ? next_stack_number_ + 1 : 1, uint32_t(length)};
-  if (stack_mail_.size() + sizeof header + length > stack_mail_.capacity()) {
-    stack_misses_[kStackMailFull].fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
+  if (stack_mail_.size() + sizeof header + length > stack_mail_.capacity()) return 0;
   next_stack_number_ = header[0];
   const char* h = reinterpret_cast<const char*>(header);
   stack_mail_.insert(stack_mail_.end(), h, h + sizeof header);
@@ -234,6 +238,10 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
   r->ticks_.calibrate();
   pthread_key_create(&g_ring_key, on_thread_exit);
   r->top_up_spares();
+  if (settings.python_sampling && settings.python_stacks) {
+    r->sampler_ = std::make_unique<PythonSampler>(*r, uint64_t(settings.python_sample_us) * 1000,
+                                                   uint64_t(settings.python_sample_after_us) * 1000);
+  }
   r->flusher_ = std::thread(&Recorder::flusher_main, r);
   active_.store(r, std::memory_order_release);
   return r;
@@ -339,13 +347,31 @@ void Recorder::flusher_main() {
   pthread_setname_np(pthread_self(), "gapwatch-flush");
   std::unique_lock<std::mutex> lock(flusher_mu_);
   bool storm = false;
+  const auto sample_period = std::chrono::microseconds(settings_.python_sample_us);
+  auto next_sample = std::chrono::steady_clock::now() + sample_period;
   while (!stopping_) {
-    // Wait out the flush period, or less when a ring fills fast (kFillCheckPeriod above).
+    // Wait out the flush period, or less when a ring fills fast (kFillCheckPeriod above), and
+    // sample the launching thread's Python stack when a sample is due (python_sampler.h).
     const auto due = std::chrono::steady_clock::now() + kFlushPeriod;
     const auto check = storm ? kStormFillCheckPeriod : kFillCheckPeriod;
     storm = false;
-    while (!stopping_ && std::chrono::steady_clock::now() < due && !(storm = a_ring_filling()))
-      flusher_wake_.wait_until(lock, std::min(due, std::chrono::steady_clock::now() + check));
+    while (!stopping_ && std::chrono::steady_clock::now() < due && !(storm = a_ring_filling())) {
+      auto wake = std::min(due, std::chrono::steady_clock::now() + check);
+      // A sample due within the check period sets the wake-up (the fill check comes with it): one
+      // wake-up a period, not one for each.
+      if (sampler_ && next_sample <= wake + check) wake = std::min(due, next_sample);
+      flusher_wake_.wait_until(lock, wake);
+      if (sampler_ && !stopping_) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= next_sample) {
+          lock.unlock();
+          sampler_->poll();
+          lock.lock();
+          // Late by more than a period (a flush round, a busy machine): on from now, no burst.
+          next_sample = now - next_sample > sample_period ? now + sample_period : next_sample + sample_period;
+        }
+      }
+    }
     if (stopping_) break;
     lock.unlock();
     if (auto pull = device_record_pull_.load(std::memory_order_acquire))
@@ -430,10 +456,12 @@ void Recorder::flush_once(bool final) {
   // From the second calibration on the clock line has a slope worth converting with.
   if (sequence_ > 0 && settings_.python_gap_ms > 0)
     long_host_gap_ticks_.store(ticks_.ticks_in(uint64_t(settings_.python_gap_ms) * 1000000), std::memory_order_relaxed);
+  if (sequence_ > 0 && sampler_) sampler_->set_threshold_ticks(std::max<uint64_t>(1, ticks_.ticks_in(sampler_->threshold_ns())));
   b.strings.clear();
   b.api_calls.clear();
   b.nccl_calls.clear();
   b.drops.clear();
+  b.python_samples.clear();
   std::vector<Comm> comms;
   {
     std::lock_guard<std::mutex> lock(comm_mu_);
@@ -489,6 +517,27 @@ void Recorder::flush_once(bool final) {
     b.activity_api_spans.swap(spans_);
     spans_.clear();
   }
+  if (sampler_) {
+    // Taken after the rings: a sample's stack was posted before the sample was queued, so its
+    // number is in the mail by now. Before the strings are taken: a stack interned here is
+    // defined in this batch, with its first use.
+    samples_taken_.clear();
+    sampler_->take(&samples_taken_);
+    for (const PythonSampleRecord& s : samples_taken_) {
+      PythonSampleFields f;
+      f.thread_id = s.thread_id;
+      f.time_ns = ticks_.to_ns(s.ticks);
+      f.python_stack_id = s.stack_number ? python_stack_id(s.stack_number) : 0;
+      f.period_ns = sampler_->period_ns();
+      b.python_samples.push_back(f);
+    }
+    for (uint32_t id = 1; id < PythonSampler::kMissKinds; ++id) {
+      if (uint64_t missed = sampler_->missed(id); missed != sample_misses_sent_[id]) {
+        b.drops.push_back({kDropSourcePythonSample, id, missed});
+        sample_misses_sent_[id] = missed;
+      }
+    }
+  }
   strings_.take_new(&b.strings);
   uint64_t cupti_dropped = cupti_dropped_.load(std::memory_order_relaxed);
   if (cupti_dropped != cupti_dropped_sent_) {
@@ -510,7 +559,7 @@ void Recorder::flush_once(bool final) {
   stack_ids_older_.clear();
   stack_ids_.swap(stack_ids_older_);
   if (undelivered_) b.drops.push_back({kDropSourceTransport, 0, undelivered_});
-  size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size();
+  size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size() + b.python_samples.size();
   if (!final) maybe_heartbeat();
   if (events == 0 && b.strings.empty() && b.drops.empty() && b.activity_api_spans.empty()) return;
   b.sequence = sequence_;
@@ -692,6 +741,7 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   }
   flusher_wake_.notify_all();
   if (flusher_.joinable()) flusher_.join();
+  if (sampler_) sampler_->log_summary();
   flush_once(true);
   GoodbyeInfo g;
   g.end_time_ns = monotonic_ns();
@@ -715,6 +765,10 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   if (uint64_t incomplete = cupti_incomplete_.load()) g.drops.push_back({kDropSourceCuptiIncomplete, 0, incomplete});
   for (uint32_t id = 1; id < kStackMissKinds; ++id)
     if (uint64_t missed = stack_misses_[id].load()) g.drops.push_back({kDropSourcePythonStack, id, missed});
+  if (sampler_) {
+    for (uint32_t id = 1; id < PythonSampler::kMissKinds; ++id)
+      if (uint64_t missed = sampler_->missed(id)) g.drops.push_back({kDropSourcePythonSample, id, missed});
+  }
   frame_.clear();
   encoder_.goodbye(g, frame_);
   bool written = sink_.write(frame_);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -30,6 +31,7 @@
 #include "frame_encoder.h"
 #include "host_clock.h"
 #include "output_sink.h"
+#include "python_sampler.h"
 #include "settings.h"
 #include "string_interner.h"
 
@@ -68,6 +70,9 @@ class Recorder {
   // put in ApiCallRecord::python_stack, 0 when there is none; a miss is counted for the drops.
   // Takes stacks_mu_, never with another lock, for one bounded copy; allocates nothing.
   uint32_t post_python_stack();
+  // A stack's text into the flusher's mailbox: its number, 0 when the mailbox is full. The
+  // sampler thread's way in; takes stacks_mu_.
+  uint32_t post_stack_text(const char* text, size_t length);
   // Hot path, for every call record before publish(): which calls carry the thread's Python stack.
   // Those that wait for the device (by their documented semantics), async copies (a pageable
   // one waits, which only its activity record tells), and a launch that ends a stretch of host
@@ -77,7 +82,9 @@ class Recorder {
   void attach_python_stack(ApiCallRecord* e) {
     const uint64_t previous_exit = t_last_exit_ticks_;
     t_last_exit_ticks_ = e->end_ticks;
+    t_ring_->note_exit(e->end_ticks);  // reserved from it: not null
     if (e->kind == wire::ApiKind::kLaunch || e->kind == wire::ApiKind::kGraphLaunch) {
+      if (PythonSampler* sampler = sampler_.get()) sampler->note_launch(t_ring_);
       const uint64_t gap = long_host_gap_ticks_.load(std::memory_order_relaxed);
       if (__builtin_expect(!gap || !previous_exit || e->start_ticks - previous_exit < gap, 1)) return;
     } else if (!(e->flags & kFlagBlocked) && e->kind != wire::ApiKind::kMemcpyAsync) {
@@ -285,6 +292,12 @@ class Recorder {
   static constexpr size_t kStackMissKinds = 6;
   std::atomic<uint64_t> stack_misses_[kStackMissKinds] = {};
   uint64_t stack_misses_sent_[kStackMissKinds] = {};
+
+  // The Python sampler (python_sampler.h), when GAPWATCH_PY_SAMPLING is on; made before the
+  // recorder is published and never replaced, so hooks read it without a lock.
+  std::unique_ptr<PythonSampler> sampler_;
+  std::vector<PythonSampleRecord> samples_taken_;  // flusher only
+  uint64_t sample_misses_sent_[PythonSampler::kMissKinds] = {};
 };
 
 }  // namespace gapwatch

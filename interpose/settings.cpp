@@ -24,6 +24,26 @@ bool disabled_by_environment() {
   return v && strcmp(v, "0") != 0;
 }
 
+// Milliseconds with up to three decimals ("5", "0.5") as microseconds, within [min_us, max_us];
+// false for anything else. By hand: strtod follows the locale's decimal point.
+bool parse_ms_as_us(const char* v, unsigned min_us, unsigned max_us, unsigned* out) {
+  uint64_t us = 0;
+  const char* p = v;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    us = us * 10 + uint64_t(*p - '0');
+    if (us > max_us) return false;
+  }
+  if (p == v) return false;
+  us *= 1000;
+  if (*p == '.') {
+    uint64_t scale = 100;
+    for (++p; *p >= '0' && *p <= '9'; ++p, scale /= 10) us += scale * uint64_t(*p - '0');
+  }
+  if (*p != 0 || us < min_us || us > max_us) return false;
+  *out = unsigned(us);
+  return true;
+}
+
 Settings read_settings() {
   Settings s;
   s.disabled = disabled_by_environment();
@@ -39,6 +59,9 @@ Settings read_settings() {
     if (end != v && *end == 0 && ms >= 0 && ms <= 3600 * 1000) s.python_gap_ms = unsigned(ms);
   }
   if (const char* v = env("GAPWATCH_PY_STACKS")) s.python_stacks = strcmp(v, "0") != 0;
+  if (const char* v = env("GAPWATCH_PY_SAMPLING")) s.python_sampling = strcmp(v, "0") != 0;
+  if (const char* v = env("GAPWATCH_PY_SAMPLE_MS")) parse_ms_as_us(v, 500, 1000 * 1000, &s.python_sample_us);
+  if (const char* v = env("GAPWATCH_PY_SAMPLE_AFTER_MS")) parse_ms_as_us(v, 0, 1000 * 1000, &s.python_sample_after_us);
   if (const char* v = env("GAPWATCH_CUPTI_PATH")) s.cupti_path = v;
   if (const char* v = env("GAPWATCH_PROBES")) s.symbols_only = strcmp(v, "symbols") == 0;
   if (const char* v = env("GAPWATCH_LOG")) {

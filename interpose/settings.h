@@ -14,6 +14,10 @@
 //   GAPWATCH_PY_GAP_MS=N     a launch after N ms or more of host time outside CUDA calls on its
 //                            thread carries the thread's Python stack (default 10; 0: never)
 //   GAPWATCH_PY_STACKS=0     read no Python stack at all, at any call (default 1: read them)
+//   GAPWATCH_PY_SAMPLING=0   do not sample the launching thread's Python stack while it is outside
+//                            CUDA (python_sampler.h; default 1: sample; off with PY_STACKS=0 too)
+//   GAPWATCH_PY_SAMPLE_MS=N  the sampler's period in ms, fractions allowed (default 10; 0.5 to 1000)
+//   GAPWATCH_PY_SAMPLE_AFTER_MS=N  sample only after N ms outside CUDA calls (default 1; 0 to 1000)
 #pragma once
 
 #include <cstddef>
@@ -33,6 +37,9 @@ struct Settings {
   LogLevel log = LogLevel::kWarn;
   unsigned python_gap_ms = 10;
   bool python_stacks = true;  // GAPWATCH_PY_STACKS=0: false
+  bool python_sampling = true;           // GAPWATCH_PY_SAMPLING=0: false
+  unsigned python_sample_us = 10000;     // GAPWATCH_PY_SAMPLE_MS
+  unsigned python_sample_after_us = 1000;  // GAPWATCH_PY_SAMPLE_AFTER_MS
   // Not from the environment: this process was forked before its parent started recording, so a
   // fixed GAPWATCH_OUTPUT name is its parent's too (output_path() gives the child its own).
   bool forked_child = false;

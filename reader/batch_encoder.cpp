@@ -119,6 +119,14 @@ v1::EventBatch encodeEventBatch(const DecodedBatch& in) {
     r->set_duration_ns(e.end_ns - e.start_ns);
     r->set_name_id(e.name_id);
   }
+  DeltaWriter sample(in.base_time_ns);
+  for (const PythonSampleEvent& e : in.python_samples) {
+    v1::PythonSample* p = out.add_python_samples();
+    p->set_thread_id(sample.thread(e.thread_id));
+    p->set_time_delta_ns(sample.timeDelta(e.time_ns));
+    p->set_python_stack_id(e.python_stack_id);
+    p->set_period_ns(e.period_ns);
+  }
   for (const DropCount& d : in.drops) {
     v1::DropCounter* c = out.add_drops();
     c->set_source(d.source);

@@ -100,6 +100,17 @@ struct HostRangeEvent {
   bool operator==(const HostRangeEvent&) const = default;
 };
 
+// A sample of the Python stack of the thread that launches a device's work, taken while it stayed
+// outside CUDA calls (gapwatch.v1.PythonSample): what the host was doing then, when no trace says.
+struct PythonSampleEvent {
+  uint32_t thread_id = 0;
+  uint64_t time_ns = 0;
+  uint32_t python_stack_id = 0;  // STRING_KIND_PYTHON_STACK; 0 = the stack could not be read
+  uint64_t period_ns = 0;        // it speaks for at most this long before and after time_ns
+
+  bool operator==(const PythonSampleEvent&) const = default;
+};
+
 // A cumulative drop total, as sent in EventBatch.drops and Goodbye.drops.
 struct DropCount {
   v1::DropSource source = v1::DROP_SOURCE_UNSPECIFIED;

@@ -198,6 +198,7 @@ constexpr uint32_t kActivitiesTag = wire::tag(batch::kActivitiesField);
 constexpr uint32_t kNcclCallsTag = wire::tag(batch::kNcclCallsField);
 constexpr uint32_t kMarkersTag = wire::tag(batch::kMarkersField);
 constexpr uint32_t kDropsTag = wire::tag(batch::kDropsField);
+constexpr uint32_t kPythonSamplesTag = wire::tag(batch::kPythonSamplesField);
 constexpr uint32_t kStringIdTag = wire::tag(wire::StringDef::kIdField);
 constexpr uint32_t kStringKindTag = wire::tag(wire::StringDef::kKindField);
 constexpr uint32_t kStringTextTag = wire::tag(wire::StringDef::kTextField);
@@ -214,12 +215,12 @@ constexpr bool allSingularVarints(const wire::Field (&fields)[N]) {
 }
 static_assert(allSingularVarints(wire::ApiCall::kFields) && allSingularVarints(wire::DeviceActivity::kFields) &&
                   allSingularVarints(wire::NcclCall::kFields) && allSingularVarints(wire::Marker::kFields) &&
-                  allSingularVarints(wire::DropCounter::kFields),
+                  allSingularVarints(wire::DropCounter::kFields) && allSingularVarints(wire::PythonSample::kFields),
               "the fast path reads event messages as varint fields only");
 static_assert(wire::ApiCall::kFieldCount == 18 && wire::DeviceActivity::kFieldCount == 13 &&
                   wire::NcclCall::kFieldCount == 14 && wire::Marker::kFieldCount == 5 &&
                   wire::DropCounter::kFieldCount == 3 && wire::StringDef::kFieldCount == 3 &&
-                  wire::EventBatch::kFieldCount == 10,
+                  wire::PythonSample::kFieldCount == 4 && wire::EventBatch::kFieldCount == 11,
               "a field was added to or removed from a batch message: update the fast path's switches");
 // EventBatch.activity_api_spans (a few per recording, with a string) and host_ranges (only in
 // recordings imported from a trace, in the batches of its CPU side) are not read here: a batch
@@ -281,17 +282,18 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
   out.nccl_calls.clear();
   out.markers.clear();
   out.host_ranges.clear();
+  out.python_samples.clear();
   out.drops.clear();
   out.activity_api_spans.clear();
   uint64_t sequence = 0, base_time_ns = 0;
   // The running values start at base_time_ns; a batch whose base time comes after its first event
   // (no recorder writes one) is left to libprotobuf rather than decoded in two passes.
   bool events_started = false;
-  RunningValues api(0), activity(0), nccl(0), marker(0);
+  RunningValues api(0), activity(0), nccl(0), marker(0), sample(0);
   const auto startEvents = [&] {
     if (events_started) return;
     events_started = true;
-    api = activity = nccl = marker = RunningValues(base_time_ns);
+    api = activity = nccl = marker = sample = RunningValues(base_time_ns);
   };
 
   while (p < end) {
@@ -430,6 +432,28 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
         startEvents();
         e.thread_id = marker.nextThread(thread);
         e.time_ns = marker.nextTime(time_delta);
+        break;
+      }
+      case kPythonSamplesTag: {
+        // Every batch of a live recording with the sampler on carries some: read here, not left
+        // to libprotobuf.
+        namespace f = wire::PythonSample;
+        PythonSampleEvent& e = out.python_samples.emplace_back();
+        uint32_t thread = 0;
+        int64_t time_delta = 0;
+        const bool ok = readVarintFields(field, field_end, end, [&](uint32_t number, uint64_t v) {
+          switch (number) {
+            case f::kThreadId: thread = asUint32<f::kThreadIdField>(v); return true;
+            case f::kTimeDeltaNs: time_delta = asSint64<f::kTimeDeltaNsField>(v); return true;
+            case f::kPythonStackId: e.python_stack_id = asUint32<f::kPythonStackIdField>(v); return true;
+            case f::kPeriodNs: e.period_ns = asUint64<f::kPeriodNsField>(v); return true;
+            default: return false;
+          }
+        });
+        if (!ok) return false;
+        startEvents();
+        e.thread_id = sample.nextThread(thread);
+        e.time_ns = sample.nextTime(time_delta);
         break;
       }
       case kDropsTag: {
@@ -620,6 +644,16 @@ void StreamDecoder::decodeBatch(const v1::EventBatch& in, uint64_t offset) {
     e.start_ns = host.nextTime(r.start_delta_ns());
     e.end_ns = eventEnd(e.start_ns, r.duration_ns());
     e.name_id = r.name_id();
+  }
+
+  out.python_samples.clear();
+  RunningValues sample(in.base_time_ns());
+  for (const v1::PythonSample& p : in.python_samples()) {
+    PythonSampleEvent& e = out.python_samples.emplace_back();
+    e.thread_id = sample.nextThread(p.thread_id());
+    e.time_ns = sample.nextTime(p.time_delta_ns());
+    e.python_stack_id = p.python_stack_id();
+    e.period_ns = p.period_ns();
   }
 
   out.drops.clear();

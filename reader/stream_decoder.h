@@ -32,6 +32,7 @@ struct DecodedBatch {
   std::vector<NcclCallEvent> nccl_calls;
   std::vector<MarkerEvent> markers;
   std::vector<HostRangeEvent> host_ranges;
+  std::vector<PythonSampleEvent> python_samples;
   std::vector<DropCount> drops;
   std::vector<ActivityApiSpan> activity_api_spans;
 };

@@ -8,6 +8,9 @@ namespace {
 
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool endsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
 
 }  // namespace
 
@@ -39,6 +42,30 @@ bool isWarmupHostRangeName(std::string_view name) {
          contains(name, "torch/_inductor/compile_fx.py") || contains(name, "torch/_functorch/aot_autograd.py") ||
          contains(name, "triton/compiler/compiler.py") || contains(name, "triton/runtime/autotuner.py") ||
          contains(name, "torch/cuda/graphs.py");
+}
+
+bool isWarmupPythonFrame(std::string_view file, std::string_view function) {
+  // A sample is taken only after the thread has been out of CUDA calls for a while, so a frame
+  // that merely wraps compiled code (and all the eager Python between its graphs) must not count:
+  // those are left out by name, and every compiling path keeps some frame below that does count.
+  if (contains(file, "torch/_dynamo/")) {
+    return !endsWith(file, "/eval_frame.py") && !endsWith(file, "/external_utils.py");
+  }
+  if (contains(file, "torch/_inductor/")) {
+    if (contains(file, "torch/_inductor/runtime/")) {
+      // The compiled kernels' launchers; only their autotuning is warm-up.
+      return contains(function, "autotune") || contains(function, "bench") || contains(function, "precompile");
+    }
+    if (endsWith(file, "/output_code.py") || endsWith(file, "/codecache.py") || endsWith(file, "/cudagraph_trees.py") ||
+        endsWith(file, "/_inductor/utils.py")) {
+      return false;  // a compiled graph's call, its CUDA graph replay, helpers of both paths
+    }
+    return !(endsWith(file, "/compile_fx.py") && function == "run");  // older releases' call wrappers
+  }
+  if (contains(file, "triton/compiler/")) return true;
+  if (contains(file, "triton/runtime/")) return !endsWith(file, "/jit.py") && !endsWith(file, "/driver.py");
+  if (endsWith(file, "triton/testing.py")) return contains(function, "bench");
+  return contains(file, "torch/_functorch/aot_autograd.py") || contains(file, "torch/cuda/graphs.py");
 }
 
 }  // namespace gapwatch

@@ -15,7 +15,12 @@
 //     (host time inside them during a long gap is their first call compiling: a compiled region's
 //     steady-state calls only launch);
 //   - a kernel's first launch on a device when the launch call itself held the gap (lazy module
-//     loading, a PTX JIT), decided by the engine from the kernel's name.
+//     loading, a PTX JIT), decided by the engine from the kernel's name;
+//   - a sampled Python stack (a live recording's PythonSample) with a frame of the compilers:
+//     Dynamo, Inductor, Triton's compiler and autotuner, AOT autograd, CUDA graph capture. Not the
+//     frames that stay on the stack while compiled code runs (Dynamo's eval_frame.py and
+//     external_utils.py, Inductor's runtime and compiled-graph wrappers, Triton's jit.py launch
+//     path): a sample under those alone is the compiled code's own host time.
 // Everything else in a long gap (a data wait, ops, Python, a sync) is what it is.
 #pragma once
 
@@ -27,5 +32,8 @@ namespace gapwatch {
 bool isWarmupApiName(std::string_view api_name);
 // A host range name (an op, an annotation, a Python frame "file.py(12): fn") of compilation.
 bool isWarmupHostRangeName(std::string_view name);
+// A frame of a sampled Python stack (its file as the interpreter has it, and its function) that
+// only runs while compiling or autotuning.
+bool isWarmupPythonFrame(std::string_view file, std::string_view function);
 
 }  // namespace gapwatch

@@ -9,6 +9,7 @@ python3 bench/launch_cost.py --build build       # gapwatch's own ns per launch,
 python3 bench/launch_storm.py --build build      # 4 threads launching back to back: drops per run
 python3 bench/launch_overhead.py --build build   # bytes per event, on the simulated runtime
 python3 bench/python_stack_cost.py --build build   # blocking calls from Python: no gapwatch, GAPWATCH_PY_STACKS=0, stacks
+python3 bench/python_sampler_cost.py --build build  # the Python sampler: CPU per sampled second and per sample; a busy GPU on/off
 python3 bench/analysis_throughput.py --build build
 python3 bench/live_records.py --build build
 GAPWATCH_BUILD_DIR="$PWD/build" python3 bench/collector_ingest.py   # 8 producers into one collector, live analysis vs offline

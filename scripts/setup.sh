@@ -76,6 +76,7 @@ if [[ "$path" == "test" ]]; then
     debootstrap                             # the clean Debian 12 root the .deb is installed into (scripts/prepare-debian-root.sh)
     python3-dev pybind11-dev                # the Python API's module (python/), for its tests
     python3-venv                            # the wheel test: a fresh venv
+    python3-torch                           # a real PyTorch DataLoader (CPU torch) for tests/interpose/train_loop_test.py
   )
 fi
 missing=()

@@ -164,6 +164,15 @@ void JsonDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
            {"start_ns", e.start_ns},
            {"end_ns", e.end_ns}});
   }
+  for (const PythonSampleEvent& e : batch.python_samples) {
+    print({{"type", "python_sample"},
+           {"thread_id", e.thread_id},
+           {"thread_name", threadName(e.thread_id, strings)},
+           {"time_ns", e.time_ns},
+           {"period_ns", e.period_ns},
+           {"python_stack", pythonStackJson(strings, e.python_stack_id)},
+           {"python_stack_id", e.python_stack_id}});
+  }
   for (const DropCount& d : batch.drops) {
     json drop = dropJson(d.source, d.id, d.dropped);
     drop["type"] = "drop";

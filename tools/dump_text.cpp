@@ -2,6 +2,7 @@
 #include "tools/dump_text.h"
 
 #include "reader/enum_labels.h"
+#include "reader/python_stack_text.h"
 #include "tools/text_format.h"
 
 #include <iomanip>
@@ -103,6 +104,9 @@ void TextDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
                      << " markers=" << batch.markers.size() << " drops=" << batch.drops.size()
                      << (batch.host_ranges.empty() ? std::string()
                                                    : " host_ranges=" + std::to_string(batch.host_ranges.size()))
+                     << (batch.python_samples.empty()
+                             ? std::string()
+                             : " python_samples=" + std::to_string(batch.python_samples.size()))
                      << " offset=" << batch.frame_offset << '\n';
 
   for (const StringDefinition& s : batch.strings) {
@@ -172,6 +176,18 @@ void TextDumpPrinter::onBatch(const DecodedBatch& batch, const StringTable& stri
                                   << " dur=" << formatExactMicros(e.end_ns - e.start_ns)
                                   << nameField("name", v1::STRING_KIND_HOST_RANGE_NAME, e.name_id, strings)
                                   << '\n';
+  }
+
+  for (const PythonSampleEvent& e : batch.python_samples) {
+    // The stack is many lines: the site a report names stands for it (dump --json has every frame).
+    std::string stack = " stack=unread";
+    if (e.python_stack_id != 0) {
+      const std::string* text = strings.find(v1::STRING_KIND_PYTHON_STACK, e.python_stack_id);
+      stack = " stack_id=" + std::to_string(e.python_stack_id) +
+              (text ? " site=" + quoteText(pythonSiteText(*text)) : " site=#" + std::to_string(e.python_stack_id));
+    }
+    startLine(e.time_ns, "sample") << "tid=" << threadText(e.thread_id, strings)
+                                   << " period=" << formatExactMicros(e.period_ns) << stack << '\n';
   }
 
   for (const DropCount& d : batch.drops) {

@@ -126,6 +126,14 @@ int main(int argc, char** argv) {
                    "A shorter gap while the host is outside any CUDA call is launch overhead, a longer one host CPU")
       ->check(duration_check)
       ->default_str("30us");
+  std::vector<std::string> input_pipeline_frames;
+  report_command
+      ->add_option("--input-pipeline-frames", input_pipeline_frames,
+                   "A sampled Python frame whose file path contains PATTERN is data loading (repeat it for "
+                   "several); replaces the defaults (/datasets/, /webdataset/, /nvidia/dali/, /ray/data/), "
+                   "'' for none; torch/utils/data/ always is")
+      ->type_name("PATTERN")
+      ->allow_extra_args(false);
   report_command
       ->add_option("FILE", report.files,
                    "One or more .gwt recordings or PyTorch profiler (Kineto) traces, .json or .json.gz "
@@ -258,6 +266,12 @@ int main(int argc, char** argv) {
       if (!min_gap_text.empty()) report.analysis.min_gap_ns = *cli::parseDuration(min_gap_text);
       if (!launch_threshold_text.empty()) {
         report.analysis.launch_threshold_ns = *cli::parseDuration(launch_threshold_text);
+      }
+      if (!input_pipeline_frames.empty()) {
+        report.analysis.input_pipeline_frames.clear();
+        for (const std::string& pattern : input_pipeline_frames) {
+          if (!pattern.empty()) report.analysis.input_pipeline_frames.push_back(pattern);
+        }
       }
       report.colour = cli::colourWanted(isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
       return cli::runReport(report, std::cout, std::cerr);

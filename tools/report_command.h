@@ -1,6 +1,7 @@
 // tools/report_command.h: `gapwatch report [--json] [--top N] [--min-gap D] [--launch-threshold D]
-// FILE...`: analyses each recording (one per process or rank), diagnoses why the GPU was idle,
-// and writes the report as text (report_terminal.h) or as one JSON document (report_json.h).
+// [--input-pipeline-frames PATTERN]... FILE...`: analyses each recording (one per process or rank),
+// diagnoses why the GPU was idle, and writes the report as text (report_terminal.h) or as one JSON
+// document (report_json.h).
 #pragma once
 
 #include "analysis/analysis_result.h"

@@ -249,6 +249,10 @@ void printIdleByCause(const DeviceAnalysis& d, const TerminalStyle& style, std::
           << analysis::hostPartName(static_cast<analysis::HostPart>(part)) << std::right << std::setw(kTime)
           << formatDuration(part_ns) << std::setw(kShare) << formatPercent(part_share) << '\n';
     }
+    if (d.host_evidence == analysis::HostEvidence::kPythonSamples) {
+      const std::string split = plural(d.python_samples, "sampled Python stack", "sampled Python stacks");
+      out << "    " << style.dim("split by " + split) << '\n';
+    }
   }
   if (d.after_sync_ns > 0) {
     out << "  " << std::left << std::setw(kName) << "after a sync" << std::right << std::setw(kTime)
@@ -695,6 +699,17 @@ void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverv
     row(out, "py stacks") << style.warn(formatCount(p.python_stacks) + " read, " + formatCount(p.python_stack_misses) +
                                             " not (" + reasons + "): those calls are counted under no Python line")
                               << '\n';
+  }
+  if (p.python_sampler || p.python_samples > 0) {
+    const std::string taken = plural(p.python_samples, "sample", "samples") +
+                              " of the launching thread's Python stack while it was outside CUDA calls";
+    if (p.python_sample_misses > 0) {
+      row(out, "py samples") << style.warn(taken + "; " + formatCount(p.python_sample_misses) +
+                                           " could not be read or kept: what their time held is unknown")
+                             << '\n';
+    } else {
+      row(out, "py samples") << taken << '\n';
+    }
   }
   if (o.read.truncated) {
     row(out, "note") << style.warn(truncationNotice(o.read) + "; the analysis stops there") << '\n';

@@ -44,6 +44,8 @@ class Digest final : public RecordingVisitor {
     for (const auto& e : b.activities) add("d", e.start_ns ^ e.end_ns * 3 ^ e.correlation_id * 7 ^ e.stream * 11 ^ e.name_id * 13);
     for (const auto& e : b.nccl_calls) add("n", e.start_ns ^ e.end_ns * 3 ^ e.thread_id * 7 ^ e.bytes * 11);
     for (const auto& e : b.markers) add("m", e.time_ns ^ e.step * 3 ^ e.name_id * 7);
+    for (const auto& e : b.python_samples)
+      add("p", e.time_ns ^ e.period_ns * 3 ^ e.python_stack_id * 7 ^ e.thread_id * 11);
     for (const auto& d : b.drops) add("x", d.id ^ d.dropped * 3);
   }
   uint64_t value = 1469598103934665603ull;

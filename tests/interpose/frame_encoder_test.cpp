@@ -122,6 +122,16 @@ TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[e
     for (int i = 0; i < n; ++i) b.activities.push_back(random_activity(rng, base));
     n = int(rng() % 10);
     for (int i = 0; i < n; ++i) b.nccl_calls.push_back(random_nccl_call(rng, base));
+    n = int(rng() % 10);
+    for (int i = 0; i < n; ++i) {
+      gapwatch::PythonSampleFields s;
+      s.thread_id = rng() % 3 == 0 ? 4242 : 4243;
+      // Samples come in time order from the sampler, but a batch's base may be any list's first.
+      s.time_ns = base + rng() % 1000000000;
+      s.python_stack_id = uint32_t(rng() % 4 == 0 ? 0 : 1 + rng() % 1000);
+      s.period_ns = 5000000;
+      b.python_samples.push_back(s);
+    }
     b.strings.push_back({uint32_t(round + 1), wire::StringKind::kKernelName,
                          "_Z6kernelPf" + std::to_string(round)});
     b.drops.push_back({wire::DropSource::kThreadRing, rng() % 5000, rng() % 100});
@@ -205,6 +215,19 @@ TEST_CASE("encoded batches parse with libprotobuf and agree field by field", "[e
       CHECK(a.stream() == e.stream);
       CHECK(a.return_code() == e.return_code);
       CHECK(a.group_depth() == e.group_depth);
+    }
+    REQUIRE(pb.python_samples_size() == int(b.python_samples.size()));
+    t = pb.base_time_ns();
+    thread = 0;
+    for (int i = 0; i < pb.python_samples_size(); ++i) {
+      const auto& a = pb.python_samples(i);
+      const gapwatch::PythonSampleFields& e = b.python_samples[size_t(i)];
+      t += uint64_t(a.time_delta_ns());
+      if (a.thread_id()) thread = a.thread_id();
+      CHECK(thread == e.thread_id);
+      CHECK(t == e.time_ns);
+      CHECK(a.python_stack_id() == e.python_stack_id);
+      CHECK(a.period_ns() == e.period_ns);
     }
     REQUIRE(pb.strings_size() == 1);
     CHECK(pb.strings(0).text() == b.strings[0].text);

@@ -35,7 +35,7 @@ class ProbeLine(unittest.TestCase):
             events, stderr = self.record([gwtest.SIM, HEALTHY, "--quiet"], env, d)
             launches = sum(1 for e in events if e["type"] == "api_call" and e["kind"] == "launch")
             self.assertGreater(launches, 0)
-            self.assertEqual(events[0]["probes"], ["cudart_hooks", "nccl_hooks"])
+            self.assertEqual(events[0]["probes"], ["cudart_hooks", "nccl_hooks", "python_sampler"])
             why = gapwatch_lines(stderr)[0]
             self.assertNotIn("nothing but NCCL calls", why)
             self.assertIn("host-side runtime calls only", why)
@@ -45,14 +45,15 @@ class ProbeLine(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             events, stderr = self.record([gwtest.SIM, HEALTHY, "--quiet"], self.shim_first_env(os.path.join(d, "r.gwt")), d)
             self.assertEqual(events[0]["probes"],
-                             ["cupti_runtime_callbacks", "cupti_driver_callbacks", "cupti_activity", "nccl_hooks"])
+                             ["cupti_runtime_callbacks", "cupti_driver_callbacks", "cupti_activity", "nccl_hooks",
+                              "python_sampler"])
             self.assertGreater(sum(1 for e in events if e["type"] == "activity"), 0)
             self.assertEqual(len(gapwatch_lines(stderr)), 1, stderr)  # only where the file is
 
     def test_injection_alone_does_not_claim_the_nccl_hooks(self):
         with tempfile.TemporaryDirectory() as d:
             events, _ = self.record([NCCL_LOADED_LATE], gwtest.gapwatch_env("injection", os.path.join(d, "r.gwt")), d)
-            self.assertEqual(events[0]["probes"], ["cupti_runtime_callbacks", "cupti_driver_callbacks", "cupti_activity"])
+            self.assertEqual(events[0]["probes"], ["cupti_runtime_callbacks", "cupti_driver_callbacks", "cupti_activity", "python_sampler"])
             self.assertEqual(sum(1 for e in events if e["type"] == "nccl_call"), 0)
 
     def test_preload_names_the_nccl_hooks(self):

@@ -91,7 +91,7 @@ class Robustness(unittest.TestCase):
             events = gwtest.dump(out)
             hello = events[0]
             self.assertIn("libcupti could not be loaded", hello["cupti_unavailable"])
-            self.assertEqual(hello["probes"], ["cudart_hooks", "nccl_hooks"])
+            self.assertEqual(hello["probes"], ["cudart_hooks", "nccl_hooks", "python_sampler"])
             self.assertGreater(sum(1 for e in events if e["type"] == "api_call" and e["kind"] == "launch"), 0)
             self.assertEqual(len(self.gapwatch_lines(stderr)), 2, stderr)  # why, then where the file is
 
@@ -102,7 +102,7 @@ class Robustness(unittest.TestCase):
             self.run_sim("healthy", env, d)
             hello = gwtest.dump(out)[0]
             self.assertIn("libcupti reports version 120008", hello["cupti_unavailable"])
-            self.assertEqual(hello["probes"], ["cudart_hooks", "nccl_hooks"])
+            self.assertEqual(hello["probes"], ["cudart_hooks", "nccl_hooks", "python_sampler"])
 
     def test_cupti_held_by_another_tool_names_it(self):
         with tempfile.TemporaryDirectory() as d:

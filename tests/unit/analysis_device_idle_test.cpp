@@ -621,3 +621,239 @@ TEST_CASE("a host range around the whole run does not hold the later ranges behi
   CHECK(cause(d, IdleCause::kHostCpu) == (kSteps - 1) * us(900));
   CHECK(d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kOther)] == (kSteps - 1) * us(900));
 }
+
+// ---- Host time from sampled Python stacks (a live recording without host ranges) ------------------
+
+namespace {
+
+const std::string kSite = "/venv/lib/python3.11/site-packages/";
+const std::string kUser = "/home/ana/proj/";
+
+// Stack ids of the sampled-stack tests, and their texts (innermost frame first).
+constexpr uint32_t kLoaderStack = 1, kTorchStack = 2, kMetricsStack = 3, kLoggingStack = 4, kCompileStack = 5,
+                   kNoFrameStack = 6;
+
+EngineFeed& nameStacks(EngineFeed& feed) {
+  return feed
+      .name(v1::STRING_KIND_PYTHON_STACK, kLoaderStack,
+            "__next__\t" + kSite + "torch/utils/data/dataloader.py\t631\ntrain\t" + kUser + "train.py\t42\n")
+      .name(v1::STRING_KIND_PYTHON_STACK, kTorchStack,
+            "forward\t" + kSite + "torch/nn/modules/linear.py\t116\nforward\t" + kUser + "model.py\t30\n")
+      .name(v1::STRING_KIND_PYTHON_STACK, kMetricsStack,
+            "compute_metrics\t" + kUser + "metrics.py\t17\ntrain\t" + kUser + "train.py\t60\n")
+      .name(v1::STRING_KIND_PYTHON_STACK, kLoggingStack, "log\t" + kUser + "logger.py\t9\n")
+      .name(v1::STRING_KIND_PYTHON_STACK, kCompileStack,
+            "_compile\t" + kSite + "torch/_dynamo/convert_frame.py\t650\ntrain\t" + kUser + "train.py\t44\n")
+      .name(v1::STRING_KIND_PYTHON_STACK, kNoFrameStack, "...\t\t0\n");
+}
+
+// Kernels [0, 100) and [1000, 1100), the second launched at [990, 1000): one gap [100, 1000) whose
+// host_cpu time is [100, 990), the launching thread outside any call.
+EngineFeed oneHostGap() {
+  EngineFeed feed;
+  nameStacks(feed.withSampler())
+      .add(launch(kMain, us(0), us(0) + 500, 1))
+      .add(launch(kMain, us(990), us(1000), 2))
+      .add(kernelAt(us(0), us(100), 1))
+      .add(kernelAt(us(1000), us(1100), 2));
+  return feed;
+}
+
+uint64_t part(const DeviceAnalysis& d, HostPart p) { return d.host_cpu_by_part_ns[static_cast<std::size_t>(p)]; }
+
+const std::vector<HostLabel>& labels(const DeviceAnalysis& d, HostPart p) {
+  return d.host_part_labels[static_cast<std::size_t>(p)];
+}
+
+}  // namespace
+
+TEST_CASE("sampled stacks split host time by their class, under the Python lines they name") {
+  // Period 100 us. Samples at 200 and 350 (the DataLoader), 500 (torch), 800 (metrics): 200's
+  // reach starts where the last call returned, not before ([100, ...)); 200 and 350 share [250,
+  // 300) at 275, 350 and 500 share [400, 450) at 425; 500 reaches 600, 800 reaches back to 700
+  // only, and to 900: [600, 700) and [900, 990) no sample speaks for.
+  EngineFeed feed = oneHostGap();
+  feed.add(pythonSample(kMain, us(200), kLoaderStack, us(100)))
+      .add(pythonSample(kMain, us(350), kLoaderStack, us(100)))
+      .add(pythonSample(kMain, us(500), kTorchStack, us(100)))
+      .add(pythonSample(kMain, us(800), kMetricsStack, us(100)))
+      .add(pythonSample(kOther, us(600), kMetricsStack, us(500)));  // another thread's says nothing
+  const ProcessAnalysis a = feed.run();
+  const DeviceAnalysis d = onlyDevice(a);
+  CHECK(cause(d, IdleCause::kHostCpu) == us(890));
+  CHECK(part(d, HostPart::kInputPipeline) == us(325));  // [100, 425)
+  CHECK(part(d, HostPart::kFramework) == us(175));      // [425, 600)
+  CHECK(part(d, HostPart::kOther) == us(200));          // [700, 900)
+  CHECK(part(d, HostPart::kUnknown) == us(190));        // [600, 700) and [900, 990)
+  REQUIRE(labels(d, HostPart::kInputPipeline).size() == 1);
+  CHECK(labels(d, HostPart::kInputPipeline)[0].name == "proj/train.py:42 in train");
+  CHECK(labels(d, HostPart::kInputPipeline)[0].ns == us(325));
+  REQUIRE(labels(d, HostPart::kFramework).size() == 1);
+  CHECK(labels(d, HostPart::kFramework)[0].name == "proj/model.py:30 in forward");
+  REQUIRE(labels(d, HostPart::kOther).size() == 1);
+  CHECK(labels(d, HostPart::kOther)[0].name == "proj/metrics.py:17 in compute_metrics");
+  CHECK(labels(d, HostPart::kUnknown).empty());
+  CHECK(d.host_evidence == HostEvidence::kPythonSamples);
+  CHECK(d.python_samples == 4);
+  CHECK(d.longest_gaps.at(0).host_by_part_ns == d.host_cpu_by_part_ns);
+  CHECK(a.python_sampler);
+  CHECK(a.python_samples == 5);
+}
+
+TEST_CASE("two samples closer than two periods share the time between them at their midpoint") {
+  // Period 100 us: 200 would reach 300 and 260 back to 160; each takes the side nearer to it.
+  EngineFeed feed = oneHostGap();
+  feed.add(pythonSample(kMain, us(200), kLoaderStack, us(100)))
+      .add(pythonSample(kMain, us(260), kMetricsStack, us(100)));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(part(d, HostPart::kInputPipeline) == us(130));  // [100, 230)
+  CHECK(part(d, HostPart::kOther) == us(130));          // [230, 360)
+  CHECK(part(d, HostPart::kUnknown) == us(890 - 260));
+}
+
+TEST_CASE("a sample speaks for one period either side, and time no sample covers stays unknown, not other") {
+  EngineFeed feed = oneHostGap();
+  feed.add(pythonSample(kMain, us(500), kMetricsStack, us(100)));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(part(d, HostPart::kOther) == us(200));  // [400, 600)
+  CHECK(part(d, HostPart::kUnknown) == us(690));
+  CHECK(part(d, HostPart::kInputPipeline) + part(d, HostPart::kFramework) == 0);
+}
+
+TEST_CASE("a sample does not speak across a call of its thread: the call ends the stretch it sampled") {
+  // Period 200 us. A CUDA call [400, 420) between samples at 300 and 470: 300 stops at the call
+  // (not at 500, nor at the midpoint 385), 470 starts when it returned (not at 270).
+  EngineFeed feed = oneHostGap();
+  feed.add(pythonSample(kMain, us(300), kMetricsStack, us(200)))
+      .add(call(v1::API_KIND_OTHER, kMain, us(400), us(420)))
+      .add(pythonSample(kMain, us(470), kLoggingStack, us(200)));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kCudaApi) == us(20));
+  CHECK(cause(d, IdleCause::kHostCpu) == us(870));
+  const std::vector<HostLabel>& other = labels(d, HostPart::kOther);
+  REQUIRE(other.size() == 2);
+  CHECK(other[0].name == "proj/metrics.py:17 in compute_metrics");
+  CHECK(other[0].ns == us(300));  // [100, 400)
+  CHECK(other[1].name == "proj/logger.py:9 in log");
+  CHECK(other[1].ns == us(250));  // [420, 670)
+  CHECK(part(d, HostPart::kUnknown) == us(320));  // [670, 990)
+}
+
+TEST_CASE("a sample read while its thread was inside a recorded call covers nothing") {
+  // An NCCL call [150, 450) is open at 300: the sampler does not count it as CUDA, the engine does.
+  EngineFeed feed = oneHostGap();
+  feed.add(ncclCall(kMain, us(150), us(450))).add(pythonSample(kMain, us(300), kMetricsStack, us(400)));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kNcclHost) == us(300));
+  CHECK(part(d, HostPart::kOther) == 0);
+  CHECK(part(d, HostPart::kUnknown) == us(590));
+  CHECK(d.python_samples == 0);
+  CHECK(d.host_evidence == HostEvidence::kNone);
+}
+
+TEST_CASE("a sample whose stack could not be read covers its time as unknown, and takes its share of it") {
+  // Period 100 us: 300, 400 (unreadable) and 500 share at 350 and 450; a stack whose definition
+  // never came and one with no frame are unknown too.
+  EngineFeed feed = oneHostGap();
+  feed.add(pythonSample(kMain, us(300), kLoaderStack, us(100)))
+      .add(pythonSample(kMain, us(400), 0, us(100)))
+      .add(pythonSample(kMain, us(500), kLoaderStack, us(100)))
+      .add(pythonSample(kMain, us(750), 99, us(50)))
+      .add(pythonSample(kMain, us(900), kNoFrameStack, us(50)));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(part(d, HostPart::kInputPipeline) == us(300));  // [200, 350) and [450, 600)
+  CHECK(part(d, HostPart::kUnknown) == us(590));
+  CHECK(d.python_samples == 2);  // only readable stacks count as evidence
+}
+
+TEST_CASE("a sample of the compilers is warm-up evidence, named by its compiler frame") {
+  EngineFeed feed = oneHostGap();
+  feed.add(pythonSample(kMain, us(500), kCompileStack, us(300)));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(part(d, HostPart::kFramework) == us(600));  // [200, 800): Dynamo is torch
+  CHECK(d.warmup_host_by_part_ns[static_cast<std::size_t>(HostPart::kFramework)] == us(600));
+  CHECK(d.warmup_by_cause_ns[static_cast<std::size_t>(IdleCause::kHostCpu)] == us(600));
+  REQUIRE(d.longest_gaps.size() == 1);
+  CHECK(d.longest_gaps[0].warmup_evidence == "_dynamo/convert_frame.py:650 in _compile (a sampled Python stack)");
+  CHECK(labels(d, HostPart::kFramework).at(0).name == "proj/train.py:44 in train");
+}
+
+TEST_CASE("a sample counts once on each device whose host time it covered; a launch ends its stretch") {
+  // Device 0: kernels [0, 100) and [200, 300), the second launched at [190, 200); device 1: kernels
+  // [0, 100) and [300, 400), launched at [290, 300). One sample at 150 of period 1 ms: the launch
+  // at 190 ends its stretch, so it covers [100, 190) of both gaps and nothing after.
+  EngineFeed feed;
+  nameStacks(feed.withSampler())
+      .add(launch(kMain, us(0), us(0) + 500, 1))
+      .add(launch(kMain, us(190), us(200), 2))
+      .add(launch(kMain, us(290), us(300), 3))
+      .add(kernelAt(us(0), us(100), 1))
+      .add(kernelAt(us(200), us(300), 2))
+      .add(work(v1::ACTIVITY_KIND_KERNEL, us(0), us(100), 4, 7, 1))
+      .add(work(v1::ACTIVITY_KIND_KERNEL, us(300), us(400), 3, 7, 1))
+      .add(pythonSample(kMain, us(150), kMetricsStack, us(1000)));
+  const ProcessAnalysis a = feed.run();
+  REQUIRE(a.devices.size() == 2);
+  const DeviceAnalysis& d0 = a.devices[0];
+  const DeviceAnalysis& d1 = a.devices[1];
+  CHECK(part(d0, HostPart::kOther) == us(90));
+  CHECK(part(d0, HostPart::kUnknown) == 0);
+  CHECK(part(d1, HostPart::kOther) == us(90));    // [100, 190)
+  CHECK(part(d1, HostPart::kUnknown) == us(90));  // [200, 290): after the launch, a stretch it was not taken in
+  CHECK(d0.python_samples == 1);
+  CHECK(d1.python_samples == 1);
+}
+
+TEST_CASE("a trace's host ranges, where the recording holds them, are the evidence instead of samples") {
+  EngineFeed feed = oneHostGap();
+  feed.name(v1::STRING_KIND_HOST_RANGE_NAME, 1, "aten::linear")
+      .add(hostRange(v1::HOST_RANGE_KIND_FRAMEWORK_OP, kMain, us(100), us(200), 1))
+      .add(pythonSample(kMain, us(500), kLoaderStack, us(400)));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(d.host_evidence == HostEvidence::kTraceHostEvents);
+  CHECK(part(d, HostPart::kFramework) == us(100));
+  CHECK(part(d, HostPart::kInputPipeline) == 0);
+  CHECK(d.python_samples == 0);
+}
+
+TEST_CASE("without samples or ranges the split's evidence is none") {
+  const ProcessAnalysis a = oneHostGap().run();
+  const DeviceAnalysis d = onlyDevice(a);
+  CHECK(d.host_evidence == HostEvidence::kNone);
+  CHECK(part(d, HostPart::kUnknown) == us(890));
+  CHECK(a.python_sampler);
+  CHECK(a.python_samples == 0);
+}
+
+TEST_CASE("sample spans are forgotten once the device has passed them") {
+  // 20 000 steps of 1 ms (20 s, far past the reorder window), each with 900 us of host time and
+  // two samples in it.
+  AnalysisPipeline pipeline;
+  auto& idle = pipeline.emplaceStage<DeviceIdleStage>(pipeline.options());
+  pipeline.onHello(helloFor(true, 0, true), 0);
+  StringTable strings;
+  strings.define(v1::STRING_KIND_PYTHON_STACK, kMetricsStack, "compute_metrics\t" + kUser + "metrics.py\t17\n");
+  constexpr uint64_t kSteps = 20000;
+  std::size_t most_held = 0;
+  for (uint64_t i = 0; i < kSteps; ++i) {
+    DecodedBatch batch;
+    const uint64_t t = us(1000) * i;
+    batch.python_samples.push_back(pythonSample(kMain, t + us(300), kMetricsStack, us(300)));
+    batch.python_samples.push_back(pythonSample(kMain, t + us(600), kMetricsStack, us(300)));
+    batch.api_calls.push_back(launch(kMain, t + us(900), t + us(905), i + 1));
+    batch.activities.push_back(kernelAt(t + us(905), t + us(1000), i + 1));
+    pipeline.onBatch(batch, strings);
+    most_held = std::max(most_held, idle.heldCalls());
+  }
+  StreamHealth health;
+  health.has_goodbye = true;
+  const ProcessAnalysis a = pipeline.finish(ReadResult{}, health);
+  CHECK(most_held < 2100);
+  REQUIRE(a.devices.size() == 1);
+  // Each gap [t + 1000, t + 1905): the step's host time [t + 1000, t + 1900) is the samples' own
+  // ([t + 1000, t + 1450) and [t + 1450, t + 1900)), the launch's 5 us is launch overhead.
+  const DeviceAnalysis& d = a.devices[0];
+  CHECK(d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kOther)] == (kSteps - 1) * us(900));
+  CHECK(d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] == 0);
+  CHECK(d.python_samples == 2 * (kSteps - 1));
+}

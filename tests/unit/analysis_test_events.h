@@ -80,8 +80,15 @@ inline NcclCallEvent ncclCall(uint32_t thread_id, uint64_t enter_ns, uint64_t ex
   return e;
 }
 
-// A Hello with the CUPTI probes (device timeline) or the symbol hooks only.
-inline v1::Hello helloFor(bool device_timeline, uint64_t process_start_ns = 0) {
+// A sample of a thread's Python stack at `time_ns` (python_stack_id 0: not readable).
+inline PythonSampleEvent pythonSample(uint32_t thread_id, uint64_t time_ns, uint32_t python_stack_id,
+                                      uint64_t period_ns) {
+  return {thread_id, time_ns, python_stack_id, period_ns};
+}
+
+// A Hello with the CUPTI probes (device timeline) or the symbol hooks only; `python_sampler` adds
+// the sampler's probe.
+inline v1::Hello helloFor(bool device_timeline, uint64_t process_start_ns = 0, bool python_sampler = false) {
   v1::Hello hello;
   hello.set_pid(4242);
   hello.set_host("testhost");
@@ -91,6 +98,7 @@ inline v1::Hello helloFor(bool device_timeline, uint64_t process_start_ns = 0) {
   } else {
     hello.add_probes(v1::PROBE_CUDART_HOOKS);
   }
+  if (python_sampler) hello.add_probes(v1::PROBE_PYTHON_SAMPLER);
   hello.set_process_start_ns(process_start_ns);
   return hello;
 }
@@ -104,6 +112,9 @@ class EngineFeed {
   EngineFeed& add(const NcclCallEvent& e) { return batches_.back().nccl_calls.push_back(e), *this; }
   EngineFeed& add(const MarkerEvent& e) { return batches_.back().markers.push_back(e), *this; }
   EngineFeed& add(const HostRangeEvent& e) { return batches_.back().host_ranges.push_back(e), *this; }
+  EngineFeed& add(const PythonSampleEvent& e) { return batches_.back().python_samples.push_back(e), *this; }
+  // The Hello lists the Python sampler's probe (a live recording with the sampler on).
+  EngineFeed& withSampler() { return python_sampler_ = true, *this; }
   // Defines a name (kernel, API call, marker) in the current batch, as a recording would.
   EngineFeed& name(v1::StringKind kind, uint32_t id, std::string text) {
     return batches_.back().strings.push_back({kind, id, std::move(text)}), *this;
@@ -114,7 +125,7 @@ class EngineFeed {
   ProcessAnalysis run(bool device_timeline = true, uint64_t process_start_ns = 0) const {
     AnalysisPipeline pipeline(options_);
     addStandardStages(pipeline);
-    pipeline.onHello(helloFor(device_timeline, process_start_ns), 0);
+    pipeline.onHello(helloFor(device_timeline, process_start_ns, python_sampler_), 0);
     StringTable strings;
     for (const DecodedBatch& batch : batches_) {
       for (const StringDefinition& s : batch.strings) strings.define(s.kind, s.id, s.text);
@@ -129,6 +140,7 @@ class EngineFeed {
  private:
   AnalysisOptions options_;
   std::vector<DecodedBatch> batches_;
+  bool python_sampler_ = false;
 };
 
 inline uint64_t cause(const DeviceAnalysis& device, IdleCause c) {

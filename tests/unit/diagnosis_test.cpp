@@ -760,6 +760,75 @@ TEST_CASE("host time without evidence is unknown: never the input pipeline's, wi
   CHECK(p.findings[0].fix.find("with_stack=True") != std::string::npos);
 }
 
+// The value of a finding's evidence line, "" when it has none by that name.
+std::string evidenceOf(const Finding& f, const std::string& name) {
+  for (const auto& [n, value] : f.evidence) {
+    if (n == name) return value;
+  }
+  return "";
+}
+
+TEST_CASE("from sampled stacks, host-part findings name the Python lines with their idle and share") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 80 * kMs), 20);
+  p.python_sampler = true;
+  p.python_samples = 130;
+  DeviceAnalysis& d = p.devices.front();
+  d.host_evidence = HostEvidence::kPythonSamples;
+  d.python_samples = 120;
+  d.host_cpu_by_part_ns = {50 * kMs, 20 * kMs, 3 * kMs, 7 * kMs};
+  d.host_part_labels[0] = {{"proj/train.py:42 in train", 40 * kMs}, {"proj/data.py:9 in load", 10 * kMs}};
+  d.host_part_labels[1] = {{"proj/model.py:30 in forward", 20 * kMs}};
+  diagnose(p, AnalysisOptions{});
+  REQUIRE(ids(p) == std::vector<std::string>{kFindingInputPipeline, kFindingFrameworkOverhead, kFindingHostUnknown});
+  const Finding& input = finding(p, kFindingInputPipeline);
+  CHECK(evidenceOf(input, "loader called at") ==
+        "proj/train.py:42 in train: 40.0 ms of idle, 80%; proj/data.py:9 in load: 10.0 ms of idle, 20%");
+  CHECK(evidenceOf(input, "data loading").empty());  // a trace's range names: none here
+  CHECK(evidenceOf(input, "what the host was doing") ==
+        "input_pipeline 50.0 ms, framework 20.0 ms, other 3.00 ms, unknown 7.00 ms (from 120 sampled Python stacks)");
+  CHECK(number(input, "python_samples") == 120);
+  CHECK(input.python_site == "proj/train.py:42 in train");
+  CHECK(evidenceOf(finding(p, kFindingFrameworkOverhead), "torch called at") ==
+        "proj/model.py:30 in forward: 20.0 ms of idle, 100%");
+  // The rest no sample covered: said so, without "no host events".
+  CHECK(finding(p, kFindingHostUnknown).title.find("no Python sample covers it") != std::string::npos);
+}
+
+TEST_CASE("with the sampler on, unknown host time is what no sample covered, not a reason to start over") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 6);
+  p.python_sampler = true;
+  p.python_samples = 50;
+  p.python_sample_misses = 4;
+
+  SECTION("in long gaps: a thread the sampler does not read, unreadable stacks, short stretches") {
+    p.devices.front().unknown_host_in_long_gaps_ns = 60 * kMs;
+    diagnose(p, AnalysisOptions{});
+    REQUIRE(ids(p) == std::vector<std::string>{kFindingHostUnknown});
+    const Finding& f = p.findings[0];
+    CHECK(f.title == "in host work outside CUDA calls, of unknown kind (no Python sample covers it)");
+    CHECK(evidenceOf(f, "why unknown").rfind("60.0 ms that no readable Python sample covers: ", 0) == 0);
+    CHECK(evidenceOf(f, "why unknown").find("(4 samples could not be read or kept)") != std::string::npos);
+    CHECK(f.fix.rfind("Most of it lies in gaps of 1 ms or more that no sample covered", 0) == 0);
+    CHECK(f.fix.find("To tell what it is") == std::string::npos);
+  }
+  SECTION("in short gaps: shorter than the sampler's threshold") {
+    diagnose(p, AnalysisOptions{});
+    REQUIRE(ids(p) == std::vector<std::string>{kFindingHostUnknown});
+    CHECK(p.findings[0].fix.rfind("Most of it lies in short gaps", 0) == 0);
+    CHECK(p.findings[0].fix.find("GAPWATCH_PY_SAMPLE_AFTER_MS=0") != std::string::npos);
+  }
+}
+
+TEST_CASE("with the sampler off, unknown host time says it was off and how to record with it") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 6);
+  diagnose(p, AnalysisOptions{});
+  REQUIRE(ids(p) == std::vector<std::string>{kFindingHostUnknown});
+  const Finding& f = p.findings[0];
+  CHECK(f.title == "in host work outside CUDA calls, of unknown kind (no host events)");
+  CHECK(evidenceOf(f, "why unknown").find("no Python samples: the sampler was off") != std::string::npos);
+  CHECK(f.fix.rfind("The Python sampler was off (GAPWATCH_PY_SAMPLING=0", 0) == 0);
+}
+
 TEST_CASE("a stall of data loading is the input pipeline's, not warm-up") {
   // Ten 2 ms framework gaps (typical long gaps up to 2.05 ms: a stall is 16.4 ms or longer), and
   // one 40 ms gap of data loading: a stall by its length, the input pipeline by its evidence.

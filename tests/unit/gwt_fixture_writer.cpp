@@ -2,7 +2,8 @@
 //
 // Usage: gwt_fixture_writer DIR. Each file exercises one thing docs/cli.md promises: a complete
 // recording, one cut short, one without Goodbye, newer versions, files that are not recordings,
-// an oversized frame, a symbol-only recording and one whose strings try to reach the terminal.
+// an oversized frame, a symbol-only recording, one with sampled Python stacks and one whose strings
+// try to reach the terminal.
 
 #include "gwt_test_writer.h"
 
@@ -107,6 +108,32 @@ void writeTrainingFrames(GwtBytes& gwt, uint64_t start_ns) {
   }
 }
 
+// A live recording with the Python sampler on: five steps of a loop whose thread waits 20 ms in the
+// DataLoader between steps (a sample every 5 ms, one of them unreadable), then launches one kernel.
+void writeSampledFrames(GwtBytes& gwt, uint64_t start_ns) {
+  v1::Hello hello = test::makeHello(4242, start_ns);
+  hello.add_probes(v1::PROBE_PYTHON_SAMPLER);
+  gwt.hello(hello);
+  test::BatchContents batch;
+  batch.base_time_ns = start_ns + kS;
+  batch.strings = {{v1::STRING_KIND_THREAD_NAME, 100, "python"},
+                   {v1::STRING_KIND_PYTHON_STACK, 1,
+                    "__next__\t/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\t631\n"
+                    "train\t/home/ana/proj/train.py\t42\n"}};
+  for (uint64_t step = 0; step < 5; ++step) {
+    const uint64_t t0 = batch.base_time_ns + step * 22 * kMs;
+    const uint64_t launch = t0 + 21 * kMs;
+    for (uint64_t k = 1; k <= 4; ++k) {
+      PythonSampleEvent sample{100, t0 + k * 5 * kMs, step == 2 && k == 2 ? 0u : 1u, 5 * kMs};
+      batch.python_samples.push_back(sample);
+    }
+    batch.api_calls.push_back(test::apiCall(v1::API_KIND_LAUNCH, 100, launch, launch + 10 * kUs, false, step + 1));
+    batch.activities.push_back(test::kernel(0, 7, launch + 20 * kUs, t0 + 22 * kMs + 500 * kUs, step + 1));
+  }
+  batch.drops = {{v1::DROP_SOURCE_PYTHON_SAMPLE, 6, 1}};
+  gwt.batch(test::encodeBatch(batch));
+}
+
 v1::Goodbye normalGoodbye(uint64_t end_ns) {
   v1::Goodbye goodbye;
   goodbye.set_end_time_ns(end_ns);
@@ -181,6 +208,14 @@ int main(int argc, char** argv) {
     symbol_only.batch(test::encodeBatch(host_only));
     symbol_only.goodbye(normalGoodbye(start + kS));
     write(dir, "symbol_only.gwt", symbol_only.bytes());
+
+    GwtBytes sampled;
+    writeSampledFrames(sampled, start);
+    v1::Goodbye sampled_goodbye = normalGoodbye(start + 2 * kS);
+    sampled_goodbye.set_batches(1);
+    sampled_goodbye.set_events_dropped(0);
+    sampled.goodbye(sampled_goodbye);
+    write(dir, "python_samples.gwt", sampled.bytes());
 
     // Strings that would drive a terminal if printed raw: ESC, a newline, a C1 control (CSI).
     GwtBytes hostile;

@@ -85,6 +85,8 @@ v1::EventBatch encodeBatch(const BatchContents& in) {
   batch.activities = in.activities;
   batch.nccl_calls = in.nccl_calls;
   batch.markers = in.markers;
+  batch.host_ranges = in.host_ranges;
+  batch.python_samples = in.python_samples;
   batch.drops = in.drops;
   return encodeEventBatch(batch);
 }

@@ -66,6 +66,8 @@ struct BatchContents {
   std::vector<DeviceActivityEvent> activities;
   std::vector<NcclCallEvent> nccl_calls;
   std::vector<MarkerEvent> markers;
+  std::vector<HostRangeEvent> host_ranges;
+  std::vector<PythonSampleEvent> python_samples;
   std::vector<DropCount> drops;
 };
 // Applies the delta rules as a recorder does: running time and correlation deltas per list, and

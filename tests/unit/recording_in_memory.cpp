@@ -18,6 +18,8 @@ class Collector final : public RecordingVisitor {
     append(into_.activities, batch.activities);
     append(into_.nccl_calls, batch.nccl_calls);
     append(into_.markers, batch.markers);
+    append(into_.host_ranges, batch.host_ranges);
+    append(into_.python_samples, batch.python_samples);
     for (const DropCount& drop : batch.drops) into_.drops.update(drop);
   }
 

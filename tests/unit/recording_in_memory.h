@@ -27,6 +27,8 @@ struct ProcessRecording {
   std::vector<DeviceActivityEvent> activities;
   std::vector<NcclCallEvent> nccl_calls;
   std::vector<MarkerEvent> markers;
+  std::vector<HostRangeEvent> host_ranges;
+  std::vector<PythonSampleEvent> python_samples;
   DropTotals drops;  // latest totals from batches, then Goodbye's final ones
   StreamHealth health;
 };

@@ -125,6 +125,33 @@ TEST_CASE("a device has the full log2 histogram, the after-sync details and the 
   CHECK(d["longest_gaps"][0]["by_cause"]["host_cpu"] == 8 * kMs);
 }
 
+TEST_CASE("a device says where its host split came from, and a process what its Python sampler read") {
+  RunReport content = dataBoundContent();
+  ProcessAnalysis& p = content.analysis.processes[0];
+  {
+    const json doc = cli::reportJson(content);
+    CHECK(doc["processes"][0]["devices"][0]["host_evidence"] == "none");
+    CHECK(doc["processes"][0]["devices"][0]["python_samples"] == 0);
+    CHECK(doc["processes"][0]["python_samples"] == json{{"sampler", false}, {"read", 0}, {"missed", 0}});
+    CHECK(doc["options"]["input_pipeline_frames"] ==
+          json{"/datasets/", "/webdataset/", "/nvidia/dali/", "/ray/data/"});
+  }
+  p.devices[0].host_evidence = HostEvidence::kPythonSamples;
+  p.devices[0].python_samples = 240;
+  p.python_sampler = true;
+  p.python_samples = 250;
+  p.python_sample_misses = 3;
+  content.analysis.options.input_pipeline_frames = {"/mydata/"};
+  const json doc = cli::reportJson(content);
+  const json d = doc["processes"][0]["devices"][0];
+  CHECK(d["host_evidence"] == "python_samples");
+  CHECK(d["python_samples"] == 240);
+  CHECK(doc["processes"][0]["python_samples"] == json{{"sampler", true}, {"read", 250}, {"missed", 3}});
+  CHECK(doc["options"]["input_pipeline_frames"] == json{"/mydata/"});
+  p.devices[0].host_evidence = HostEvidence::kTraceHostEvents;
+  CHECK(cli::reportJson(content)["processes"][0]["devices"][0]["host_evidence"] == "trace_host_events");
+}
+
 TEST_CASE("a finding has its id, cause, share, evidence as text and as numbers, and the fix") {
   const json f = cli::reportJson(dataBoundContent())["processes"][0]["findings"][0];
   CHECK(f["id"] == "input_pipeline");

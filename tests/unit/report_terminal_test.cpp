@@ -222,3 +222,29 @@ TEST_CASE("the probes line names the libcupti version and its CUDA release, and 
   p.cupti_version = 21;
   CHECK(render(content, false).find("libcupti version 21") == std::string::npos);
 }
+
+TEST_CASE("a split from sampled Python stacks says so, under host_cpu and in the finding, with the sampler's row") {
+  RunReport content = contentWithOneProcess();
+  ProcessAnalysis& p = content.analysis.processes[0];
+  p.python_sampler = true;
+  p.python_samples = 410;
+  p.python_sample_misses = 7;
+  DeviceAnalysis& d = p.devices[0];
+  d.host_evidence = HostEvidence::kPythonSamples;
+  d.python_samples = 400;
+  d.host_part_labels[0] = {{"proj/train.py:42 in train", 60 * kMs}, {"proj/train.py:57 in train", 20 * kMs}};
+  diagnoseReport(content.analysis);
+  const std::string text = render(content, false);
+  CHECK(text.find("    split by 400 sampled Python stacks\n") != std::string::npos);
+  CHECK(text.find("unknown 0 ns (from 400 sampled Python stacks)") != std::string::npos);
+  CHECK(text.find("proj/train.py:42 in train: 60.0 ms of idle, 75%; proj/train.py:57 in train: 20.0 ms of idle, 25%") !=
+        std::string::npos);
+  CHECK(text.find("410 samples of the launching thread's Python stack while it was outside CUDA calls; 7 could not be "
+                  "read or kept") != std::string::npos);
+}
+
+TEST_CASE("a recording without the sampler has no sampler row and no split note") {
+  const std::string text = render(contentWithOneProcess(), false);
+  CHECK(text.find("py samples") == std::string::npos);
+  CHECK(text.find("sampled Python") == std::string::npos);
+}

@@ -15,7 +15,8 @@ namespace gapwatch::test {
 inline bool sameBatch(const DecodedBatch& a, const DecodedBatch& b) {
   return a.sequence == b.sequence && a.base_time_ns == b.base_time_ns && a.frame_offset == b.frame_offset &&
          a.strings == b.strings && a.api_calls == b.api_calls && a.activities == b.activities &&
-         a.nccl_calls == b.nccl_calls && a.markers == b.markers && a.drops == b.drops;
+         a.nccl_calls == b.nccl_calls && a.markers == b.markers && a.host_ranges == b.host_ranges &&
+         a.python_samples == b.python_samples && a.drops == b.drops && a.activity_api_spans == b.activity_api_spans;
 }
 
 inline auto healthFields(const StreamHealth& h) {

@@ -174,6 +174,8 @@ class Wire {
     for (std::size_t i = rng_() % 5; i > 0; --i) add(batch::kNcclCalls, varintMessage(wire::NcclCall::kMaxFieldNumber));
     for (std::size_t i = rng_() % 5; i > 0; --i) add(batch::kMarkers, varintMessage(wire::Marker::kMaxFieldNumber));
     for (std::size_t i = rng_() % 3; i > 0; --i) add(batch::kDrops, varintMessage(wire::DropCounter::kMaxFieldNumber));
+    for (std::size_t i = rng_() % 6; i > 0; --i)
+      add(batch::kPythonSamples, varintMessage(wire::PythonSample::kMaxFieldNumber));
     if (has(kShuffled)) std::shuffle(items.begin(), items.end(), rng_);  // lists interleaved
     for (const std::string& item : items) out += item;
     if (base_late) {

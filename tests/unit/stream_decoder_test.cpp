@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "reader/batch_encoder.h"
 #include "reader/byte_source.h"
 #include "recording_in_memory.h"
 #include "reader/stream_decoder.h"
@@ -318,4 +319,69 @@ TEST_CASE("a duration past the end of time ends the event at the last nanosecond
   REQUIRE(r.activities.size() == 1);
   CHECK(r.activities[0].start_ns == UINT64_MAX - 10);
   CHECK(r.activities[0].end_ns == UINT64_MAX);
+}
+
+TEST_CASE("python samples' times run over the batch's samples and thread 0 repeats the previous sample's") {
+  // Written by hand: the decoder against events.proto's rules, not against the test encoder.
+  v1::EventBatch batch;
+  batch.set_base_time_ns(50'000);
+  auto* s = batch.add_python_samples();
+  s->set_thread_id(41);
+  s->set_time_delta_ns(2'000);  // 52'000
+  s->set_python_stack_id(3);
+  s->set_period_ns(5'000'000);
+  s = batch.add_python_samples();
+  s->set_time_delta_ns(5'000);  // 57'000, thread 41 again
+  s->set_python_stack_id(0);    // unreadable: kept, with no stack
+  s->set_period_ns(5'000'000);
+  s = batch.add_python_samples();
+  s->set_thread_id(42);
+  s->set_time_delta_ns(-1'000);  // 56'000: the list need not be sorted
+  s->set_python_stack_id(4);
+  s->set_period_ns(1'000'000);
+  batch.add_api_calls()->set_start_delta_ns(7);  // 50'007: the calls keep their own running time
+
+  GwtBytes gwt;
+  gwt.hello(test::makeHello()).batch(batch);
+  const LoadedRecording loaded = load(gwt);
+  REQUIRE(loaded.read.ok());
+  const std::vector<PythonSampleEvent> expected = {
+      {41, 52'000, 3, 5'000'000}, {41, 57'000, 0, 5'000'000}, {42, 56'000, 4, 1'000'000}};
+  CHECK(loaded.recording.python_samples == expected);
+  REQUIRE(loaded.recording.api_calls.size() == 1);
+  CHECK(loaded.recording.api_calls[0].start_ns == 50'007);
+}
+
+TEST_CASE("python samples decode to what was encoded on both decoding paths") {
+  std::mt19937_64 random(11);
+  test::BatchContents contents;
+  contents.base_time_ns = 9'000'000'000;
+  std::vector<PythonSampleEvent> samples;
+  for (int i = 0; i < 40; ++i) {
+    PythonSampleEvent e;
+    e.thread_id = 500 + static_cast<uint32_t>(random() % 2);
+    e.time_ns = contents.base_time_ns - 1'000'000 + random() % 20'000'000;
+    e.python_stack_id = static_cast<uint32_t>(random() % 6);
+    e.period_ns = 5'000'000;
+    samples.push_back(e);
+  }
+  contents.python_samples = samples;
+  v1::Frame frame;
+  *frame.mutable_batch() = test::encodeBatch(contents);
+  const std::string bytes = frame.SerializeAsString();
+
+  // The fast path reads the frame's bytes; onFrame decodes libprotobuf's parse of them.
+  BatchCollector fast, parsed;
+  StreamDecoder fast_decoder(fast), parsed_decoder(parsed);
+  REQUIRE(fast_decoder.takeFrameBytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, 0));
+  REQUIRE_FALSE(parsed_decoder.onFrame(frame, 0));
+  REQUIRE(fast.batches.size() == 1);
+  REQUIRE(parsed.batches.size() == 1);
+  CHECK(fast.batches[0].python_samples == samples);
+  CHECK(parsed.batches[0].python_samples == samples);
+
+  // And the batch encoder writes them back as they came: `gapwatch import` and the test writer keep
+  // every sample.
+  const v1::EventBatch again = encodeEventBatch(parsed.batches[0]);
+  CHECK(again.SerializeAsString() == frame.batch().SerializeAsString());
 }
