@@ -2,6 +2,8 @@
 #include "python_sampler.h"
 
 #include <pthread.h>
+
+#include <algorithm>
 #include <time.h>
 
 #include <memory>
@@ -14,12 +16,15 @@
 namespace gapwatch {
 namespace {
 
-// Per launching thread: its PyThreadState as last looked up, and when. A thread without Python
-// (a C++ worker, the autograd engine's) is looked at again at most once a second, in case it
-// has started running Python since (PyGILState_Ensure on a foreign thread).
-thread_local const void* t_tstate = nullptr;
-thread_local uint64_t t_tstate_checked_ns = 0;
-constexpr uint64_t kRecheckNs = 1000000000;
+// Per launching thread: its PyThreadState once found. A thread without Python (a C++ program's,
+// the autograd engine's) comes here at every launch, so it pays a countdown, not a clock read:
+// it is looked at again after 1, 2, 4, ... launches, at most every 65536, in case it has started
+// running Python since (PyGILState_Ensure on a foreign thread).
+// initial-exec, as the recorder's own: no __tls_get_addr call on the launch path.
+thread_local const void* t_tstate __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uint32_t t_launches_to_recheck __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint32_t t_recheck_interval __attribute__((tls_model("initial-exec"))) = 1;
+constexpr uint32_t kMaxRecheckInterval = 65536;
 
 // DropCounter ids of DROP_SOURCE_PYTHON_SAMPLE for a stack that could not be read (events.proto):
 // the PythonStackMiss reasons as DROP_SOURCE_PYTHON_STACK numbers them.
@@ -56,12 +61,17 @@ void PythonSampler::log_summary() const {
 }
 
 void PythonSampler::note_new_launcher(EventRing* ring) {
-  const uint64_t now = monotonic_ns();
-  if (!t_tstate && t_tstate_checked_ns && now - t_tstate_checked_ns < kRecheckNs) return;
   if (!t_tstate) {
-    t_tstate_checked_ns = now;
+    if (t_launches_to_recheck > 0) {
+      --t_launches_to_recheck;
+      return;
+    }
     t_tstate = current_python_thread_state();
-    if (!t_tstate) return;  // no Python here: the sampled thread stays the one it was
+    if (!t_tstate) {  // no Python here: the sampled thread stays the one it was
+      t_launches_to_recheck = t_recheck_interval;
+      t_recheck_interval = std::min(t_recheck_interval * 2, kMaxRecheckInterval);
+      return;
+    }
   }
   std::lock_guard<std::mutex> lock(launcher_mu_);
   launcher_ = {ring, ring->owner_tid.load(std::memory_order_relaxed), static_cast<unsigned long>(pthread_self()),

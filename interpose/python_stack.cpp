@@ -620,8 +620,10 @@ PythonStackMiss walk_interpreter_frames(Memory& memory, const Interpreter& py, c
     ++*depth;
   }
   // The outermost frame is never a generator's: one is unlinked when it yields, so a chain that
-  // ends there was read across a yield (only another thread's can be).
+  // ends there was read across a yield (only another thread's can be). From 3.12 it is the
+  // interpreter's entry shim, owned by the C stack (read_chain says why).
   if (last_owner == kOwnedByGenerator) return PythonStackMiss::kChanged;
+  if (l.minor >= 12 && last_owner != kOwnedByCStack) return PythonStackMiss::kChanged;
   return PythonStackMiss::kNone;
 }
 
@@ -640,7 +642,10 @@ bool read_chain(OtherThreadMemory& memory, const PythonLayout& l, const void* fr
   }
   *length = n;
   // A chain that ends at a generator's frame was read while the generator yielded (its frame is
-  // unlinked then): torn, not the thread's stack.
+  // unlinked then), and from 3.12 one that ends elsewhere than at the interpreter's entry shim
+  // (owned by the C stack: every entry from C pushes one, the thread's first at the bottom) was
+  // read across a push or a pop: torn, not the thread's stack.
+  if (l.minor >= 12 && owner != kOwnedByCStack) return false;
   return !memory.failed && owner != kOwnedByGenerator;
 }
 
