@@ -71,7 +71,7 @@ class Recorder {
   // Takes stacks_mu_, never with another lock, for one bounded copy; allocates nothing.
   uint32_t post_python_stack();
   // A stack's text into the flusher's mailbox: its number, 0 when the mailbox is full. The
-  // sampler thread's way in; takes stacks_mu_.
+  // sampler's way in (it runs on the flusher); takes stacks_mu_.
   uint32_t post_stack_text(const char* text, size_t length);
   // Hot path, for every call record before publish(): which calls carry the thread's Python stack.
   // Those that wait for the device (by their documented semantics), async copies (a pageable
