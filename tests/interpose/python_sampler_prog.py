@@ -87,17 +87,17 @@ def main():
         helper = threading.Thread(target=spawner)
         helper.start()
     steps = 0
-    while time.perf_counter() < end or steps == 0:
-        runtime.launch(1000000)
-        if mode == "lines":
-            in_python_work(0.03)
-            in_sleep(0.03)
+    while time.perf_counter() < end or steps == 0:  # LINE between
+        runtime.launch(1000000)  # LINE between
+        if mode == "lines":  # LINE between
+            in_python_work(0.03)  # LINE between
+            in_sleep(0.03)  # LINE between
         elif mode == "churn":
             churn(0.02)
         elif mode == "busy":
             runtime.launch(20000000)
-        runtime.rt.cudaDeviceSynchronize()
-        steps += 1
+        runtime.rt.cudaDeviceSynchronize()  # LINE between
+        steps += 1  # LINE between
     if helper:
         spawner_stop.set()
         helper.join()
