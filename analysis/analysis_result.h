@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -216,6 +217,18 @@ struct DeviceAnalysis {
   // any launch_overhead time.
   uint64_t launch_overhead_long_gaps_ns = 0;
   uint64_t launch_overhead_short_gaps = 0;
+  // Idle with one-time evidence (docs/analysis.md, "First pass and steady state"): per gap of
+  // kLongGapNs or more, its warm-up time (warmup_by_cause_ns), or, where the gap ends at a
+  // kernel's first run on the device and the thread sat mostly in CUDA calls, those calls' time
+  // (a library's set-up inside an op's first call: cuDNN's cudaFree).
+  uint64_t one_time_ns = 0;
+  uint64_t first_runs = 0;  // kernels that were the first run of their name on the device
+  // The first pass: the window's start up to the end of the last gap with one-time evidence that
+  // settles it (DeviceIdleStage picks it; the rule is in docs/analysis.md). Its counters are this
+  // struct's as they stood then (window_end_ns = where the first pass ends; no lists: streams,
+  // labels, gaps and sites are the whole window's). Null: the window has no first pass, all of it
+  // is steady state. Shared, as reports copy devices whole and never change it.
+  std::shared_ptr<const DeviceAnalysis> first_pass;
   std::vector<StreamIdle> streams;
   std::vector<IdleGap> longest_gaps;  // top_n by length
 };
@@ -291,6 +304,9 @@ struct KernelTable {
   uint64_t busy_ns = 0;              // union of kernels, copies and memsets, summed over devices
   std::vector<KernelStats> top_by_time;    // top_n by total_ns
   std::vector<KernelStats> short_by_count; // top_n short kernels by count
+  // Kernel time by what the names show (kernel_class.h), most first; classes without time left out.
+  std::vector<std::pair<std::string, uint64_t>> by_class;  // kernelClassKey -> summed durations
+  uint64_t fp32_convolution_ns = 0;  // of the convolutions', names that say FP32 (scudnn, sgemm)
 };
 
 struct NcclTypeStats {
@@ -470,6 +486,10 @@ struct ProcessAnalysis {
   // all): communication that does not overlap compute, a long start-up. Never ranked among the
   // findings, never in the verdict.
   std::vector<Finding> notes;
+  // Where the steady state is GPU-bound (diagnose(): its idle under gpu_bound_max_idle of its
+  // window): what its busy time goes to and the usual lever. Not a finding: it explains no idle
+  // time, and `findings` stay the causes of idle.
+  std::optional<Finding> bottleneck;
   std::optional<Hang> hang;  // the process died inside a call or with work unfinished
   std::optional<HtaView> hta;  // only with AnalysisOptions::hta_view
   RecordingSource source;

@@ -257,6 +257,10 @@ void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
       device.result.window_start_ns = activity.start_ns;
       device.covered_until_ns = activity.start_ns;
     }
+    if (activity.kind == v1::ACTIVITY_KIND_KERNEL && activity.name_id < kMaxNameBits &&
+        !(activity.name_id < device.kernel_names_seen.size() && device.kernel_names_seen[activity.name_id])) {
+      ++device.result.first_runs;
+    }
     if (activity.start_ns > device.covered_until_ns) {
       closeGap(device, device.covered_until_ns, activity.start_ns, activity, call);
     }
@@ -301,9 +305,13 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
   gap.start_ns = g0;
   gap.end_ns = g1;
   attribute(device, gap, next, next_call);
+  const bool first_run = next.kind == v1::ACTIVITY_KIND_KERNEL && next.name_id < kMaxNameBits &&
+                         !(next.name_id < device.kernel_names_seen.size() && device.kernel_names_seen[next.name_id]);
   noteFirstLaunch(device, gap, next);
   const uint64_t length = g1 - g0;
   DeviceAnalysis& r = device.result;
+  const uint64_t one_time = length >= kLongGapNs ? oneTimeIdle(gap, first_run) : 0;
+  r.one_time_ns += one_time;
   r.gaps.add(length);
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.idle_by_cause_ns[c] += gap.by_cause_ns[c];
   for (std::size_t p = 0; p < kHostPartCount; ++p) r.host_cpu_by_part_ns[p] += gap.host_by_part_ns[p];
@@ -343,6 +351,12 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
     r.launch_overhead_long_gaps_ns += gap.by_cause_ns[causeIndex(IdleCause::kLaunchOverhead)];
   } else if (gap.by_cause_ns[causeIndex(IdleCause::kLaunchOverhead)] > 0) {
     ++r.launch_overhead_short_gaps;
+  }
+  if (one_time > 0 && device.first_pass_marks.size() < kMaxFirstPassMarks) {
+    FirstPassMark& mark = device.first_pass_marks.emplace_back();
+    mark.gap_start_ns = g0;
+    mark.counters = r;
+    mark.counters.window_end_ns = g1;
   }
   if (gap_listener_) gap_listener_(device.result.device, gap);
   if (length >= options_.min_gap_ns && wouldKeep(device, gap)) {
@@ -594,6 +608,53 @@ void DeviceIdleStage::noteFirstLaunch(DeviceState& device, IdleGap& gap, const D
   if (next.name_id < seen.size() && seen[next.name_id]) return;
   gap.warmup_by_cause_ns[launch] = gap.by_cause_ns[launch];
   gap.warmup_first_launch = true;
+}
+
+uint64_t DeviceIdleStage::oneTimeIdle(const IdleGap& gap, bool first_run) {
+  const uint64_t length = gap.end_ns - gap.start_ns;
+  uint64_t warm = 0;
+  for (std::size_t c = 0; c < kIdleCauseCount; ++c) warm += std::min(gap.warmup_by_cause_ns[c], gap.by_cause_ns[c]);
+  // An op's first call that sets a library up (cuDNN's handles and workspace: a long cudaFree
+  // inside the first convolution) shows as CUDA calls holding the gap before a kernel never run
+  // before. The calls' own time is the evidence; host time before a first kernel is not.
+  uint64_t setup = 0;
+  if (first_run) {
+    const uint64_t in_calls = gap.by_cause_ns[causeIndex(IdleCause::kCudaApi)] +
+                              gap.by_cause_ns[causeIndex(IdleCause::kLaunchOverhead)];
+    if (in_calls * 2 >= length) setup = in_calls;
+  }
+  return std::min(length, std::max(warm, setup));
+}
+
+const DeviceIdleStage::FirstPassMark* DeviceIdleStage::firstPassEnd(const DeviceState& device,
+                                                                    uint64_t window_end_ns) {
+  // The latest mark that (a) begins in the window's first half (a first pass is the start of a
+  // run, not most of it), (b) leaves at most a quarter as much one-time idle after it as up to it
+  // (the run settled: what recurs later is the steady state's warm-up, recompiles), and (c) whose
+  // one-time idle is at least a quarter of the first pass's idle (one slow first launch late in a
+  // long run does not make everything before it a first pass).
+  const uint64_t start = device.result.window_start_ns;
+  if (window_end_ns <= start) return nullptr;
+  const uint64_t half = start + (window_end_ns - start) / 2;
+  const uint64_t total = device.result.one_time_ns;
+  for (auto it = device.first_pass_marks.rbegin(); it != device.first_pass_marks.rend(); ++it) {
+    if (it->gap_start_ns >= half) continue;
+    const DeviceAnalysis& c = it->counters;
+    const uint64_t after = total - c.one_time_ns;
+    const uint64_t idle = (c.window_end_ns - start) - c.busy_ns;
+    if (after * 4 > c.one_time_ns || c.one_time_ns * 4 < idle) continue;
+    // Then on through the marks that follow while the stretch to each is mostly one-time idle
+    // (one cold pass through a model: each op's first call allocates and sets up in turn, past
+    // the window's first half). A stretch of ordinary work between two marks ends it.
+    const FirstPassMark* end = &*it;
+    for (auto next = it.base(); next != device.first_pass_marks.end(); ++next) {
+      const uint64_t stretch = next->counters.window_end_ns - end->counters.window_end_ns;
+      if ((next->counters.one_time_ns - end->counters.one_time_ns) * 2 < stretch) break;
+      end = &*next;
+    }
+    return end;
+  }
+  return nullptr;
 }
 
 void DeviceIdleStage::splitHost(DeviceState& device, uint32_t thread_id, uint64_t a, uint64_t b, IdleGap& gap) {
@@ -884,6 +945,25 @@ void DeviceIdleStage::write(ProcessAnalysis& result) const {
       r.idle_fraction = window ? static_cast<double>(r.idle_ns) / static_cast<double>(window) : 0.0;
       const uint64_t reference = facts_.process_start_ns;
       r.leading_ns = reference != 0 && r.window_start_ns > reference ? r.window_start_ns - reference : 0;
+    }
+    // A window that never settles (most of its kernels ran there for the first time: one cold pass
+    // through a model) is a first pass whole, where it holds one-time evidence at all.
+    // So is one whose steady state would be a tenth of it or less: too little to call a steady state.
+    bool unsettled = device.any_activity && r.one_time_ns > 0 && r.first_runs * 2 > r.kernels;
+    const FirstPassMark* mark = device.any_activity && !unsettled ? firstPassEnd(device, r.window_end_ns) : nullptr;
+    if (mark && (r.window_end_ns - mark->counters.window_end_ns) * 10 <= r.window_end_ns - r.window_start_ns) {
+      mark = nullptr;
+      unsettled = true;
+    }
+    if (mark || unsettled) {
+      auto first = std::make_shared<DeviceAnalysis>(mark ? mark->counters : device.result);
+      if (!mark) first->window_end_ns = r.window_end_ns;
+      first->window_start_ns = r.window_start_ns;
+      first->leading_ns = r.leading_ns;
+      first->idle_ns = (first->window_end_ns - first->window_start_ns) - first->busy_ns;
+      first->idle_fraction = static_cast<double>(first->idle_ns) /
+                             static_cast<double>(first->window_end_ns - first->window_start_ns);
+      r.first_pass = std::move(first);
     }
     for (const auto& [stream_id, stream] : device.streams) r.streams.push_back(stream.idle);
     r.longest_gaps = device.longest;

@@ -183,8 +183,17 @@ class DeviceIdleStage final : public AnalysisStage {
     uint64_t previous_end_ns = 0;
     StreamIdle idle;
   };
+  // Where a first pass may end: the counters right after a gap with one-time evidence closed.
+  struct FirstPassMark {
+    uint64_t gap_start_ns = 0;
+    DeviceAnalysis counters;  // device.result then (window_end_ns = the gap's end); no lists
+  };
+  // Marks kept per device: one-time evidence in more gaps than this is no first pass that
+  // settles, and the first pass is then chosen among these (docs/analysis.md).
+  static constexpr std::size_t kMaxFirstPassMarks = 1024;
   struct DeviceState {
     DeviceAnalysis result;
+    std::vector<FirstPassMark> first_pass_marks;
     bool any_activity = false;
     uint64_t covered_until_ns = 0;  // end of the busy run so far
     std::vector<Finisher> finishers;  // the activities that end at covered_until_ns
@@ -214,6 +223,11 @@ class DeviceIdleStage final : public AnalysisStage {
   };
 
   void write(ProcessAnalysis& result) const;
+  // The gap's one-time idle (DeviceAnalysis::one_time_ns); `first_run`: `next` is a kernel's first
+  // run on the device.
+  static uint64_t oneTimeIdle(const IdleGap& gap, bool first_run);
+  // The mark that ends the device's first pass, or nullptr (docs/analysis.md).
+  static const FirstPassMark* firstPassEnd(const DeviceState& device, uint64_t window_end_ns);
   // Joins a thread's consecutive polls into one blocked call; true when `call` was a poll.
   bool notePoll(const ApiCallEvent& call);
   void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category,

@@ -8,6 +8,7 @@
 #include "analysis/gap_histogram.h"
 #include "analysis/kernel_stats.h"
 #include "analysis/quantity_text.h"
+#include "analysis/steady_state.h"
 
 #include <algorithm>
 #include <array>
@@ -257,7 +258,13 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   out.sync_points_ns += taken[kHostCpu] + taken[kLaunch] + taken[kCudaApi];
   explainHostParts(device, warmup, minusClamped(cause[kHostCpu], warmup.by_cause_ns[kHostCpu] + taken[kHostCpu]),
                    taken[kHostCpu], measured, out);
-  out.launch_overhead_ns += minusClamped(cause[kLaunch], long_launch + taken[kLaunch]);
+  // Launch overhead is the short gaps' (many small launches); launch-call time in longer gaps
+  // that is not warm-up is a slow call, its own finding: it can never exceed the short gaps.
+  const uint64_t launch_left = minusClamped(cause[kLaunch], long_launch + taken[kLaunch]);
+  const uint64_t launch_short = minusClamped(cause[kLaunch], device.launch_overhead_long_gaps_ns);
+  out.launch_overhead_ns += std::min(launch_left, launch_short);
+  out.slow_launch_ns += launch_left - std::min(launch_left, launch_short);
+  for (std::size_t b = 0; b < kFirstLongBucket; ++b) out.short_gaps_ns += device.gaps.bucket(b).total_ns;
   out.cuda_api_ns += minusClamped(cause[kCudaApi], warmup.by_cause_ns[kCudaApi] + taken[kCudaApi]);
   out.pageable_copies_ns += cause[kSyncCopy];
   out.nccl_ns += cause[kNcclHost];
@@ -279,6 +286,7 @@ uint64_t IdleExplanation::explainedNs(const std::string& id) const {
   if (id == kFindingWarmup) return warmup_ns;
   if (id == kFindingCudaApi) return cuda_api_ns;
   if (id == kFindingDependency) return dependency_ns;
+  if (id == kFindingSlowLaunchCalls) return slow_launch_ns;
   return 0;
 }
 
@@ -302,22 +310,36 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
 void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const DiagnosisThresholds& t) {
   process.findings.clear();
   process.notes.clear();
-  const IdleExplanation x = explainIdle(process, t);
-  if (x.window_ns == 0) return;  // nothing measured on the device: no verdict without numbers
+  process.bottleneck.reset();
+  // One-time costs are the first pass's: every other finding is the steady state's alone.
+  const bool first_pass = hasFirstPass(process);
+  const ProcessAnalysis steady_copy = first_pass ? steadyStateOf(process) : ProcessAnalysis{};
+  const ProcessAnalysis& steady = first_pass ? steady_copy : process;
+  IdleExplanation x = explainIdle(steady, t);
+  if (x.window_ns == 0 && !first_pass) return;  // nothing measured on the device: no verdict without numbers
+  uint64_t all_idle = 0;
+  for (const DeviceAnalysis& d : process.devices) {
+    if (d.window_end_ns > d.window_start_ns) all_idle += d.idle_ns;
+  }
+  x.steady_state = first_pass;
+  x.all_idle_ns = all_idle;
+  const uint64_t steady_idle = x.idle_ns;
+  x.idle_ns = all_idle;  // shares are of all idle: the first pass's and the steady state's add up
   const auto passes = [&](uint64_t idle_ns) {
     return idle_ns > 0 && static_cast<double>(idle_ns) >= t.min_window_share * static_cast<double>(x.window_ns);
   };
 
   std::vector<Finding> found;
   for (HostPart part : {HostPart::kInputPipeline, HostPart::kFramework, HostPart::kOther, HostPart::kUnknown}) {
-    if (passes(x.host_part_ns[static_cast<std::size_t>(part)])) found.push_back(findings::hostPart(process, x, options, part));
+    if (passes(x.host_part_ns[static_cast<std::size_t>(part)])) found.push_back(findings::hostPart(steady, x, options, part));
   }
-  if (passes(x.pageable_copies_ns)) found.push_back(findings::pageableCopies(process, x));
+  if (passes(x.pageable_copies_ns)) found.push_back(findings::pageableCopies(steady, x));
   // Many short gaps, or it is not launch overhead (a slow call is warmup's).
   if (passes(x.launch_overhead_ns) && x.launch_short_gaps >= t.launch_min_gaps) {
-    found.push_back(findings::launchOverhead(process, x, options, t));
+    found.push_back(findings::launchOverhead(steady, x, options, t));
   }
-  if (passes(x.sync_points_ns)) found.push_back(findings::syncPoints(process, x));
+  if (passes(x.slow_launch_ns)) found.push_back(findings::slowLaunchCalls(steady, x));
+  if (passes(x.sync_points_ns)) found.push_back(findings::syncPoints(steady, x));
   const NcclStats& nccl = process.nccl;
   const bool exposed = nccl.comm_ns > 0 && nccl.comm_share_of_busy >= t.nccl_min_comm_share &&
                        nccl.compute_comm_overlap <= t.nccl_max_overlap;
@@ -325,9 +347,9 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
   // explains none (NCCL kernels are busy time; start-up is before the window), so they are notes:
   // numbers and a fix printed beside the NCCL and start-up lines, never ranked among the causes.
   if (passes(x.nccl_ns)) {
-    found.push_back(findings::nccl(process, x, false));
+    found.push_back(findings::nccl(steady, x, false));
   } else if (exposed) {
-    process.notes.push_back(findings::nccl(process, x, true));
+    process.notes.push_back(findings::nccl(steady, x, true));
   }
   const bool long_start = x.leading_ns >= t.leading_min_ns &&
                           static_cast<double>(x.leading_ns) >= t.leading_share * static_cast<double>(x.leading_ns + x.window_ns);
@@ -336,11 +358,26 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
   } else if (long_start) {
     process.notes.push_back(findings::warmup(x));
   }
-  if (passes(x.cuda_api_ns)) found.push_back(findings::cudaApi(process, x));
-  if (passes(x.dependency_ns)) found.push_back(findings::dependency(process, x));
+  if (passes(x.cuda_api_ns)) found.push_back(findings::cudaApi(steady, x));
+  if (passes(x.dependency_ns)) found.push_back(findings::dependency(steady, x));
 
   // Ranked by the idle each explains; ties keep the order above (section 1's table).
   std::stable_sort(found.begin(), found.end(), [](const Finding& a, const Finding& b) { return a.idle_ns > b.idle_ns; });
+  // A steady state whose GPU is rarely idle is GPU-bound: that is the news, and what its busy time
+  // goes to is where the gain is (the report shows it ahead of any small idle finding).
+  const bool gpu_bound = x.window_ns > 0 && static_cast<double>(steady_idle) <
+                                                 t.gpu_bound_max_idle * static_cast<double>(x.window_ns);
+  if (gpu_bound && process.kernels.total_ns > 0) {
+    IdleExplanation steady_x = x;
+    steady_x.idle_ns = steady_idle;
+    process.bottleneck = findings::gpuBound(steady, steady_x);
+  }
+  // The first pass after the steady state's findings: a job runs its steady state for as long as
+  // it runs, its first pass once. Alone, it leads.
+  if (first_pass) {
+    const FirstPassTotals totals = firstPassTotals(process);
+    if (totals.idle_ns > 0) found.push_back(findings::firstPass(process, totals, x));
+  }
   process.findings = std::move(found);
 }
 
@@ -608,12 +645,43 @@ std::string verdictWithoutLosses(const ProcessAnalysis& process) {
     hung[0] = static_cast<char>(toupper(static_cast<unsigned char>(hung[0])));
     return hung + "; before that, " + text;
   }
-  for (const Finding& f : process.findings) {
-    if (f.idle_ns == 0) continue;
-    return text + "; " + formatWholePercent(f.idle_share) + " of it " + f.title;
+  // A first pass is said first, apart: its one-time costs are not what the run spends its time on.
+  uint64_t steady_window = window, steady_idle = idle;
+  if (hasFirstPass(process)) {
+    const FirstPassTotals fp = firstPassTotals(process);
+    steady_window = minusClamped(window, fp.window_ns);
+    steady_idle = minusClamped(idle, fp.idle_ns);
+    std::string one_time = "one-time set-up";
+    for (const Finding& f : process.findings) {
+      if (f.id == kFindingFirstPass) {
+        const std::size_t open = f.title.find(" (");
+        if (open != std::string::npos) one_time += f.title.substr(open);
+      }
+    }
+    if (steady_window == 0) {
+      return text + ", all of it in a first pass that does not settle within the window: " +
+             one_time + "; profile after a warm-up step to see the steady state";
+    }
+    text += ": a first pass of " + formatDuration(fp.longest_ns) + " (" + formatDuration(fp.idle_ns) + " idle, " +
+            one_time + "), then steady state " +
+            formatPercent(ratio(static_cast<double>(steady_idle), static_cast<double>(steady_window))) + " idle";
   }
-  if (process.notes.empty()) return text + "; no cause of idle time passes its threshold";
-  return text + "; no cause of idle time passes its threshold, but see the notes";
+  if (process.bottleneck) return text + "; " + process.bottleneck->title;
+  // The overall ceiling, beside the finding the verdict names (a run with no finding has little to win).
+  const std::string ceiling =
+      steady_window > steady_idle && steady_idle * 20 >= steady_window
+          ? "; up to " + findings::formatSpeedup(static_cast<double>(steady_window) /
+                                                 static_cast<double>(steady_window - steady_idle)) +
+                " faster if the GPU never waited"
+          : std::string();
+  for (const Finding& f : process.findings) {
+    if (f.idle_ns == 0 || f.id == kFindingFirstPass) continue;
+    return text + "; " + formatWholePercent(ratio(static_cast<double>(f.idle_ns), static_cast<double>(steady_idle))) +
+           " of it " + f.title + ceiling;
+  }
+  const char* which = hasFirstPass(process) ? "steady-state idle" : "idle time";
+  if (process.notes.empty()) return text + "; no cause of " + which + " passes its threshold";
+  return text + "; no cause of " + which + " passes its threshold, but see the notes";
 }
 
 }  // namespace
@@ -665,7 +733,7 @@ std::string causeOfFinding(const std::string& id) {
     return idleCauseName(IdleCause::kHostCpu);
   }
   if (id == kFindingPageableCopies) return idleCauseName(IdleCause::kSyncCopy);
-  if (id == kFindingLaunchOverhead) return idleCauseName(IdleCause::kLaunchOverhead);
+  if (id == kFindingLaunchOverhead || id == kFindingSlowLaunchCalls) return idleCauseName(IdleCause::kLaunchOverhead);
   if (id == kFindingNccl) return idleCauseName(IdleCause::kNcclHost);
   if (id == kFindingCudaApi) return idleCauseName(IdleCause::kCudaApi);
   if (id == kFindingDependency) return idleCauseName(IdleCause::kDependency);

@@ -57,6 +57,12 @@ inline constexpr const char* kFindingWarmup = "warmup";
 inline constexpr const char* kFindingCudaApi = "cuda_api";
 inline constexpr const char* kFindingDependency = "dependency";
 inline constexpr const char* kFindingStraggler = "straggler";  // across ranks
+inline constexpr const char* kFindingSlowLaunchCalls = "slow_launch_calls";
+// The window's first pass: one-time costs, kept apart from the steady state (steady_state.h).
+inline constexpr const char* kFindingFirstPass = "first_pass";
+// The steady state's GPU is the bottleneck (ProcessAnalysis::bottleneck, not a finding: it
+// explains no idle): what its busy time goes to.
+inline constexpr const char* kFindingGpuBound = "gpu_bound";
 
 // When evidence is strong enough to report (docs/analysis.md, "Thresholds", says why each value).
 struct DiagnosisThresholds {
@@ -85,6 +91,8 @@ struct DiagnosisThresholds {
   // at this level, Bonferroni-corrected for having picked it among the ranks (docs/analysis.md,
   // "Across ranks").
   double straggler_test_level = 0.001;
+  // The steady state is GPU-bound when its idle is below this share of its window.
+  double gpu_bound_max_idle = 0.10;
 };
 
 // How a process's idle time splits among the findings, before any threshold. Sums to idle_ns.
@@ -97,6 +105,15 @@ struct IdleExplanation {
   std::array<uint64_t, kHostPartCount> host_part_ns{};
   uint64_t pageable_copies_ns = 0, launch_overhead_ns = 0, sync_points_ns = 0;
   uint64_t nccl_ns = 0, warmup_ns = 0, cuda_api_ns = 0, dependency_ns = 0;
+  // Launch-call time in gaps of kLongGapNs or more that is neither warm-up nor a sync point's: a
+  // slow launch call, never launch overhead (which is the short gaps' only).
+  uint64_t slow_launch_ns = 0;
+  // Launch overhead's class: the summed length of the gaps under kLongGapNs (its bound).
+  uint64_t short_gaps_ns = 0;
+  // Set by diagnose() where the process has a first pass: the split above is the steady state's,
+  // and shares are of all idle (first pass included), which is `all_idle_ns`.
+  bool steady_state = false;
+  uint64_t all_idle_ns = 0;
   // The inputs behind the split.
   uint64_t after_sync_ns = 0;
   uint64_t after_sync_hideable_ns = 0;  // before capping at the host time of after-sync gaps

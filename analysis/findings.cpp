@@ -2,6 +2,7 @@
 #include "analysis/findings.h"
 
 #include "analysis/diagnosis_numbers.h"
+#include "analysis/kernel_class.h"
 #include "analysis/kernel_stats.h"
 #include "analysis/process_summary.h"
 #include "analysis/quantity_text.h"
@@ -35,6 +36,16 @@ class FindingBuilder {
                                      " of idle, " + formatPercent(window_share) + " of the window");
     }
     number("window_fraction", window_share);
+    // The most this finding's fix can buy: the window without its idle (an upper bound: the work
+    // in the window stays, and removing one cause can expose another).
+    if (idle_ns > 0 && x.window_ns > idle_ns && window_share >= 0.01) {
+      const double bound = static_cast<double>(x.window_ns) / static_cast<double>(x.window_ns - idle_ns);
+      evidence("ceiling", "up to " + formatSpeedup(bound) + " faster: the " +
+                              (x.steady_state && id != std::string(kFindingFirstPass) ? "steady state's " : "window's ") +
+                              formatDuration(x.window_ns) + " would take " + formatDuration(x.window_ns - idle_ns) +
+                              " without this idle");
+      number("speedup_bound_factor", bound);
+    }
   }
   void evidence(std::string name, std::string value) {
     finding_.evidence.emplace_back(std::move(name), std::move(value));
@@ -47,6 +58,16 @@ class FindingBuilder {
  private:
   Finding finding_;
 };
+
+}  // namespace
+
+std::string formatSpeedup(double factor) {
+  char text[32];
+  std::snprintf(text, sizeof text, factor < 10 ? "%.2fx" : "%.0fx", factor);
+  return text;
+}
+
+namespace {
 
 std::string shareOfIdle(uint64_t ns, const IdleExplanation& x) {
   return formatDuration(ns) + " = " + formatPercent(ratio(static_cast<double>(ns), static_cast<double>(x.idle_ns))) +
@@ -698,6 +719,143 @@ Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x) {
   f.number("hta_other_ns", static_cast<double>(other));
   f.fix("Start what the step waits for earlier: prefetch the next batch on a side stream, record its event "
         "as soon as it is queued; avoid cross-stream waits and host round trips inside the step.");
+  return f.take();
+}
+
+Finding slowLaunchCalls(const ProcessAnalysis& p, const IdleExplanation& x) {
+  FindingBuilder f(kFindingSlowLaunchCalls, "in slow launch calls (a millisecond or more each)", x.slow_launch_ns, x);
+  f.evidence("idle in slow launch calls",
+             shareOfIdle(x.slow_launch_ns, x) + ": launch, copy or event calls that held gaps of " +
+                 formatDuration(kLongGapNs) + " or more, not a kernel's first launch");
+  f.number("slow_launch_ns", static_cast<double>(x.slow_launch_ns));
+  const LaunchStats& l = p.launches;
+  f.evidence("launch call", "p50 " + formatDuration(l.api_p50_ns) + ", p99 " + formatDuration(l.api_p99_ns));
+  for (const DeviceAnalysis& d : p.devices) {
+    for (const IdleGap& gap : d.longest_gaps) {
+      if (mainCause(gap) != kLaunch) continue;
+      f.evidence("longest", formatDuration(gapLength(gap)) + ": " + gapPlace(gap));
+      break;
+    }
+  }
+  f.fix("A launch that takes milliseconds without loading code: the thread was preempted (a loaded host: fewer "
+        "DataLoader workers or threads than cores, pin the training thread), the launch queue was full, or the "
+        "call waited on a lock another thread held (a second thread launching, a profiler's callbacks).");
+  return f.take();
+}
+
+namespace {
+
+KernelClass classOfKey(const std::string& key) {
+  for (std::size_t c = 0; c < kKernelClassCount; ++c) {
+    if (key == kernelClassKey(static_cast<KernelClass>(c))) return static_cast<KernelClass>(c);
+  }
+  return KernelClass::kOther;
+}
+
+}  // namespace
+
+Finding gpuBound(const ProcessAnalysis& p, const IdleExplanation& x) {
+  const KernelTable& k = p.kernels;
+  // The class with most kernel time leads; softmax beside GEMMs is unfused attention, the class to
+  // act on even when the GEMMs take more time.
+  KernelClass lead = KernelClass::kOther;
+  uint64_t lead_ns = 0;
+  if (!k.by_class.empty()) {
+    lead = classOfKey(k.by_class.front().first);
+    lead_ns = k.by_class.front().second;
+  }
+  const auto share = [&](uint64_t ns) { return ratio(static_cast<double>(ns), static_cast<double>(k.total_ns)); };
+  std::string title = "the GPU is the bottleneck";
+  if (lead != KernelClass::kOther && share(lead_ns) >= 0.25) {
+    title += ": busy time mostly " + std::string(kernelClassText(lead)) + " (" + formatWholePercent(share(lead_ns)) +
+             " of kernel time)";
+  }
+  FindingBuilder f(kFindingGpuBound, title, 0, x);
+  f.evidence("steady-state idle", formatDuration(x.idle_ns) + " = " +
+                                      formatPercent(ratio(static_cast<double>(x.idle_ns), static_cast<double>(x.window_ns))) +
+                                      " of " + formatDuration(x.window_ns) + ": the GPU rarely waits for the host");
+  f.number("steady_idle_fraction", ratio(static_cast<double>(x.idle_ns), static_cast<double>(x.window_ns)));
+  std::string classes;
+  for (std::size_t i = 0; i < k.by_class.size() && i < 4; ++i) {
+    classes += (i ? ", " : "") + std::string(kernelClassText(classOfKey(k.by_class[i].first))) + " " +
+               formatWholePercent(share(k.by_class[i].second));
+    f.number("kernel_class_" + k.by_class[i].first + "_ns", static_cast<double>(k.by_class[i].second));
+  }
+  if (!classes.empty()) f.evidence("kernel time by kind", classes + " (from kernel names; whole window)");
+  if (!k.top_by_time.empty()) {
+    const KernelStats& top = k.top_by_time.front();
+    f.evidence("top kernel", shortKernelName(top.name, 70) + ": " + formatPercent(top.busy_share) + " of busy time, " +
+                                 formatCount(top.count) + " runs");
+  }
+  const uint64_t softmax = [&] {
+    for (const auto& [key, ns] : k.by_class) {
+      if (key == kernelClassKey(KernelClass::kSoftmax)) return ns;
+    }
+    return uint64_t{0};
+  }();
+  const bool unfused_attention = softmax > 0 && share(softmax) >= 0.05 && lead != KernelClass::kAttentionFused;
+  std::string fix = kernelClassLever(lead, k.fp32_convolution_ns * 2 > lead_ns);
+  if (unfused_attention && lead != KernelClass::kSoftmax) {
+    fix += " " + kernelClassLever(KernelClass::kSoftmax, false);
+  }
+  fix += " Host-side changes will not speed this up.";
+  f.fix(fix);
+  return f.take();
+}
+
+Finding firstPass(const ProcessAnalysis& p, const FirstPassTotals& t, const IdleExplanation& x) {
+  // What the one-time evidence was, by the cause that held it: launch calls at a kernel's first
+  // launch (lazy module loading), other CUDA calls (a library's set-up: cuDNN's cudaFree in the
+  // first convolution), host time in a compile.
+  const uint64_t lazy = t.warmup_by_cause_ns[kLaunch];
+  const uint64_t in_calls = t.idle_by_cause_ns[kCudaApi];
+  const uint64_t compile = t.warmup_by_cause_ns[kHostCpu];
+  std::vector<std::pair<uint64_t, std::string>> kinds;
+  if (lazy > 0) kinds.emplace_back(lazy, "lazy kernel loading");
+  if (in_calls > 0) kinds.emplace_back(in_calls, "library set-up in CUDA calls");
+  if (compile > 0) kinds.emplace_back(compile, "compiling");
+  std::stable_sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string title = "in the first pass: one-time set-up";
+  if (!kinds.empty()) title += " (" + kinds.front().second + ")";
+  IdleExplanation whole = x;
+  whole.window_ns = t.window_ns + t.steady_window_ns;
+  whole.steady_state = false;
+  FindingBuilder f(kFindingFirstPass, title, t.idle_ns, whole);
+  f.evidence("first pass", "the first " + formatDuration(t.longest_ns) + " of the window, " + formatDuration(t.idle_ns) +
+                               " idle (" + formatPercent(ratio(static_cast<double>(t.idle_ns), static_cast<double>(t.window_ns))) +
+                               "); it ends with the last gap of one-time evidence before the run settles");
+  f.number("first_pass_ns", static_cast<double>(t.longest_ns));
+  f.number("first_pass_idle_ns", static_cast<double>(t.idle_ns));
+  f.evidence("steady state after it", formatDuration(t.steady_window_ns) + ", " +
+                                          formatPercent(ratio(static_cast<double>(t.steady_idle_ns),
+                                                              static_cast<double>(t.steady_window_ns))) +
+                                          " idle (the other findings are its own)");
+  f.number("steady_idle_fraction", ratio(static_cast<double>(t.steady_idle_ns), static_cast<double>(t.steady_window_ns)));
+  std::string what;
+  for (const auto& [ns, name] : kinds) what += (what.empty() ? "" : ", ") + name + " " + formatDuration(ns);
+  if (!what.empty()) f.evidence("one-time evidence", what);
+  f.number("one_time_ns", static_cast<double>(t.one_time_ns));
+  for (std::size_t i = 0; i < t.gaps.size() && i < 3; ++i) {
+    const IdleGap& gap = t.gaps[i];
+    const std::string place = gapPlace(gap);
+    f.evidence(i == 0 ? "longest gap" : "then", formatDuration(gapLength(gap)) + (place.empty() ? "" : ": " + place));
+  }
+  std::string fix;
+  if (lazy > 0) {
+    fix += "Kernels load their modules at first launch (lazy loading): CUDA_MODULE_LOADING=EAGER loads them at "
+           "start-up instead. ";
+  }
+  if (in_calls > 0) {
+    fix += "Libraries set themselves up in an op's first call (cuDNN / cuBLAS handles and workspaces; "
+           "cudnn.benchmark autotunes each new shape once): expected once per process and shape. ";
+  }
+  if (compile > 0) {
+    fix += "torch.compile compiles on the first call: keep its cache across runs (TORCHINDUCTOR_FX_GRAPH_CACHE=1, "
+           "the default in recent releases) and keep shapes fixed. ";
+  }
+  fix += "It does not recur: time and profile after a warm-up step (torch.profiler's schedule(wait=1, warmup=1, ...)).";
+  f.fix(fix);
+  (void)p;
   return f.take();
 }
 

@@ -6,8 +6,12 @@
 #pragma once
 
 #include "analysis/diagnosis.h"
+#include "analysis/steady_state.h"
 
 namespace gapwatch::analysis::findings {
+
+// "2.70x", "14x": a speed-up bound as reports print it.
+std::string formatSpeedup(double factor);
 
 // The host_cpu time of one HostPart that is neither a stall nor a sync point's: input_pipeline,
 // framework_overhead, host_other or host_unknown.
@@ -21,5 +25,12 @@ Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_o
 Finding warmup(const IdleExplanation& x);
 Finding cudaApi(const ProcessAnalysis& p, const IdleExplanation& x);
 Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x);
+// Launch-call time in gaps of kLongGapNs or more that is neither warm-up nor a sync point's.
+Finding slowLaunchCalls(const ProcessAnalysis& p, const IdleExplanation& x);
+// The steady state is GPU-bound: what its busy time goes to, from kernel names, and the usual lever.
+// `x`: the steady state's (idle_ns its own).
+Finding gpuBound(const ProcessAnalysis& p, const IdleExplanation& x);
+// The first pass's one-time costs: `p` the whole process, `x` the steady state's explanation.
+Finding firstPass(const ProcessAnalysis& p, const FirstPassTotals& totals, const IdleExplanation& x);
 
 }  // namespace gapwatch::analysis::findings

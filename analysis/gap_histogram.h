@@ -5,6 +5,7 @@
 // except that bucket 20 stops at 1 s, [524.288 ms, 1 s); bucket 21 is [1 s, infinity).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -43,6 +44,16 @@ class GapHistogram {
   static uint64_t upperNs(std::size_t bucket);
 
   const Bucket& bucket(std::size_t index) const { return buckets_[index]; }
+  // Takes out the gaps of `earlier`, a copy of this histogram taken before (the first pass's
+  // from the whole window's: what came after it).
+  void subtract(const GapHistogram& earlier) {
+    for (std::size_t b = 0; b < kBucketCount; ++b) {
+      buckets_[b].count -= std::min(buckets_[b].count, earlier.buckets_[b].count);
+      buckets_[b].total_ns -= std::min(buckets_[b].total_ns, earlier.buckets_[b].total_ns);
+    }
+    count_ -= std::min(count_, earlier.count_);
+    total_ns_ -= std::min(total_ns_, earlier.total_ns_);
+  }
   uint64_t count() const { return count_; }
   uint64_t totalNs() const { return total_ns_; }
 

@@ -1,9 +1,12 @@
 // analysis/kernel_stats.cpp: see kernel_stats.h.
 #include "analysis/kernel_stats.h"
 
+#include "analysis/kernel_class.h"
+
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cctype>
 #include <cstdlib>
@@ -254,6 +257,29 @@ void KernelStatsStage::write(ProcessAnalysis& result) const {
          return a.first < b.first;
        },
        t.short_by_count);
+  // Time by class over every name (each name's text looked up once).
+  std::array<uint64_t, kKernelClassCount> by_class{};
+  for (const auto& [id, entry] : by_name_) {
+    if (id == 0 || !strings_) {
+      by_class[static_cast<std::size_t>(KernelClass::kOther)] += entry.total_ns;
+      continue;
+    }
+    const std::string name = strings_->display(v1::STRING_KIND_KERNEL_NAME, id);
+    const KernelClass c = classifyKernel(name);
+    by_class[static_cast<std::size_t>(c)] += entry.total_ns;
+    if (c == KernelClass::kConvolution) {
+      std::string lower = name;
+      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (lower.find("scudnn") != std::string::npos || lower.find("sgemm") != std::string::npos) {
+        t.fp32_convolution_ns += entry.total_ns;
+      }
+    }
+  }
+  for (std::size_t c = 0; c < kKernelClassCount; ++c) {
+    if (by_class[c] > 0) t.by_class.emplace_back(kernelClassKey(static_cast<KernelClass>(c)), by_class[c]);
+  }
+  std::stable_sort(t.by_class.begin(), t.by_class.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   result.kernels = std::move(t);
 }
 

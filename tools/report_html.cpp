@@ -255,6 +255,12 @@ void processBlock(std::ostream& out, const analysis::RunReport& content, std::si
   stepPlot(out, p.steps);
   out << "<h3>Sync points</h3>\n";
   syncTable(out, p);
+  if (p.bottleneck) {
+    const analysis::Finding& b = *p.bottleneck;
+    out << "<h3>Bottleneck</h3>\n<div class=finding><h3>" << htmlText("T" + b.title.substr(1)) << "</h3><dl>";
+    for (const auto& [name, value] : b.evidence) out << "<dt>" << htmlText(name) << "</dt><dd>" << htmlText(value) << "</dd>";
+    out << "</dl><div class=fix><strong>Fix:</strong> " << htmlText(b.fix) << "</div></div>\n";
+  }
   out << "<h3>Findings</h3>\n";
   findingsBlock(out, p.findings);
 }

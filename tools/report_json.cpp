@@ -153,12 +153,30 @@ json kernelStatsJson(const std::vector<analysis::KernelStats>& rows) {
 }
 
 json kernelsJson(const analysis::KernelTable& t) {
+  json by_class = json::object();  // kernel_class.h's keys, most time first
+  for (const auto& [key, ns] : t.by_class) by_class[key] = ns;
   return {{"kernels", t.kernels},
           {"distinct", t.distinct},
           {"total_ns", t.total_ns},
           {"busy_ns", t.busy_ns},
           {"top_by_time", kernelStatsJson(t.top_by_time)},
-          {"short_by_count", kernelStatsJson(t.short_by_count)}};
+          {"short_by_count", kernelStatsJson(t.short_by_count)},
+          {"by_class", by_class}};
+}
+
+// The device's first pass (DeviceAnalysis::first_pass), null when all of the window is steady state.
+json firstPassJson(const analysis::DeviceAnalysis& d) {
+  if (!d.first_pass) return nullptr;
+  const analysis::DeviceAnalysis& f = *d.first_pass;
+  return {{"window_start_ns", f.window_start_ns},
+          {"window_end_ns", f.window_end_ns},
+          {"window_ns", f.window_end_ns - f.window_start_ns},
+          {"busy_ns", f.busy_ns},
+          {"idle_ns", f.idle_ns},
+          {"one_time_ns", f.one_time_ns},
+          {"idle_by_cause", causesJson(f.idle_by_cause_ns)},
+          {"kernels", f.kernels},
+          {"first_runs", f.first_runs}};
 }
 
 json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
@@ -224,7 +242,9 @@ json deviceJson(const DeviceAnalysis& d, bool kineto_trace) {
           {"hta_idle_by_stream", streams},  // the same rows, under their version-1 name (kept)
           {"work_without_call", d.work_without_call},
           {"launch_overhead_long_gaps_ns", d.launch_overhead_long_gaps_ns},
-          {"launch_overhead_short_gaps", d.launch_overhead_short_gaps}};
+          {"launch_overhead_short_gaps", d.launch_overhead_short_gaps},
+          {"one_time_ns", d.one_time_ns},
+          {"first_pass", firstPassJson(d)}};
 }
 
 // Calls recorded with a Python stack, and those that were to have one but did not, by reason.
@@ -437,6 +457,7 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
           {"after_sync_ns", after_sync},
           {"findings", findings},
           {"notes", notes},
+          {"bottleneck", p.bottleneck ? findingJson(*p.bottleneck) : json(nullptr)},
           {"devices", devices},
           {"sync_points", syncPointsJson(p)},
           {"launches", launchesJson(p.launches)},
@@ -527,7 +548,8 @@ json reportJson(const analysis::RunReport& content) {
             {"nccl_min_comm_share", t.nccl_min_comm_share},
             {"nccl_max_overlap", t.nccl_max_overlap},
             {"straggler_min_window_share", t.straggler_min_window_share},
-            {"straggler_test_level", t.straggler_test_level}}},
+            {"straggler_test_level", t.straggler_test_level},
+            {"gpu_bound_max_idle", t.gpu_bound_max_idle}}},
           {"inputs", inputs},
           {"processes", processes},
           {"jobs", report.jobs},

@@ -117,6 +117,17 @@ void printFinding(std::size_t number, const Finding& f, const TerminalStyle& sty
   out << "       " << style.good("fix") << "  " << f.fix << '\n';
 }
 
+// The steady state is GPU-bound: said before the findings of idle, as the verdict says it.
+void printBottleneck(const ProcessAnalysis& p, const TerminalStyle& style, std::ostream& out) {
+  if (!p.bottleneck) return;
+  const Finding& b = *p.bottleneck;
+  row(out, "bottleneck") << style.bold(capitalised(b.title)) << '\n';
+  for (const auto& [name, value] : b.evidence) {
+    out << "       " << padRight(printable(name), kEvidenceNameWidth) << " " << printable(value) << '\n';
+  }
+  out << "       " << style.good("fix") << "  " << b.fix << '\n';
+}
+
 void printFindings(const ProcessAnalysis& p, const TerminalStyle& style, std::ostream& out) {
   if (!p.device_timeline) {
     row(out, "findings") << "none: without device times there is no idle time to explain\n";
@@ -129,11 +140,13 @@ void printFindings(const ProcessAnalysis& p, const TerminalStyle& style, std::os
     return;
   }
   if (p.findings.empty()) {
+    printBottleneck(p, style, out);
     const analysis::DiagnosisThresholds thresholds;
     row(out, "findings") << "none: no cause explains " << formatPercent(thresholds.min_window_share)
                          << " of the device window or more\n";
     return;
   }
+  printBottleneck(p, style, out);
   row(out, "findings") << "ranked by the idle time each explains\n";
   for (std::size_t i = 0; i < p.findings.size(); ++i) printFinding(i + 1, p.findings[i], style, out);
 }

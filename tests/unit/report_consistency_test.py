@@ -24,8 +24,12 @@ window, waits within the waiting ranks' windows, each process in one job and eac
 job's comparison, and in the terminal's cross-rank table no two values run together. Besides each file alone, the shared
 directory is given whole (traces of different jobs) and two runs' recordings together.
 
+Each finding within its class: launch overhead no more than the gaps under 1.024 ms, the first pass
+no more than its idle, a steady-state finding no more than the steady state's idle; first_pass last,
+the findings before it ranked by idle; a bottleneck (gpu_bound, no idle) said in the verdict.
+
 Then the two corpus traces made for this: short_data_bound's verdict is input_pipeline, and
-short_compile_warmup's is warmup. Exit 0 when all hold, 1 with one line per failure.
+short_compile_warmup's is gpu_bound after a first pass (its compile). Exit 0 when all hold, 1 with one line per failure.
 """
 import json
 import os
@@ -50,13 +54,33 @@ def check_process(where, p):
     findings = p.get("findings") or []
     idle = p.get("idle_ns") or 0
     verdict = p.get("verdict") or ""
-    if findings and findings[0]["title"] not in verdict:
+    # The verdict names the top finding (after the bottleneck, where the GPU is one); a first pass
+    # alone is named as one ("first pass").
+    if p.get("bottleneck"):
+        pass
+    elif findings and findings[0]["id"] == "first_pass":
+        if "first pass" not in verdict:
+            failures.append(f"{where}: the verdict {verdict!r} does not name the first pass it leads with")
+    elif findings and findings[0]["title"] not in verdict:
         failures.append(f"{where}: the verdict {verdict!r} does not name the top finding, {findings[0]['title']!r}")
+    if any(f["id"] == "first_pass" for f in findings) and "first pass" not in verdict:
+        failures.append(f"{where}: the verdict {verdict!r} does not say the window has a first pass")
+    # The first pass comes last: the steady state's findings before it are ranked by the idle each
+    # explains. A GPU-bound steady state is the verdict's news, ahead of any finding.
+    ranked = [f for f in findings if f["id"] != "first_pass"]
+    for i in range(1, len(ranked)):
+        if ranked[i]["idle_ns"] > ranked[i - 1]["idle_ns"]:
+            failures.append(f"{where}: {ranked[i]['id']} explains more than {ranked[i - 1]['id']} above it")
+    bottleneck = p.get("bottleneck")
+    if bottleneck and bottleneck["title"] not in verdict:
+        failures.append(f"{where}: the verdict {verdict!r} does not say the GPU is the bottleneck")
+    if bottleneck and (bottleneck["idle_ns"] != 0 or bottleneck["id"] != "gpu_bound"):
+        failures.append(f"{where}: the bottleneck is not a gpu_bound that explains no idle: {bottleneck['id']}")
+    if any(f["id"] == "first_pass" for f in findings[:-1]):
+        failures.append(f"{where}: first_pass is not the last finding")
     total = 0
     for i, f in enumerate(findings):
         total += f["idle_ns"]
-        if i > 0 and f["idle_ns"] > findings[i - 1]["idle_ns"]:
-            failures.append(f"{where}: {f['id']} explains more than {findings[i - 1]['id']} above it")
         if not 0 <= f.get("idle_share", 0) <= 1:
             failures.append(f"{where}: {f['id']} idle_share {f['idle_share']}")
         if f["idle_ns"] > idle + SLACK_NS:
@@ -86,6 +110,18 @@ def check_finding(where, p, f):
         if f["idle_ns"] > pool + SLACK_NS:
             failures.append(f"{where}: sync_points explains {f['idle_ns']} ns, but after-sync host and launch time "
                             f"outside the data loader is {pool} ns")
+    # Each finding within its class (docs/analysis.md, "Each finding within its class"): launch
+    # overhead is the short gaps' (under 1.024 ms) and no more than they add up to; the first pass
+    # no more than its windows' idle, and a steady-state finding no more than the steady state's.
+    short_gaps = sum(b["total_ns"] for d in devices for b in d.get("histogram") or [] if b["lo_ns"] < 1024000)
+    first_pass_idle = sum((d.get("first_pass") or {}).get("idle_ns", 0) for d in devices)
+    if fid == "launch_overhead" and f["idle_ns"] > short_gaps + SLACK_NS:
+        failures.append(f"{where}: launch_overhead explains {f['idle_ns']} ns, the gaps under 1.024 ms add up "
+                        f"to {short_gaps} ns")
+    if fid == "first_pass" and f["idle_ns"] > first_pass_idle + SLACK_NS:
+        failures.append(f"{where}: first_pass explains {f['idle_ns']} ns, the first passes hold {first_pass_idle} ns")
+    if fid not in ("first_pass", "straggler") and f["idle_ns"] > (p.get("idle_ns") or 0) - first_pass_idle + SLACK_NS:
+        failures.append(f"{where}: {fid} explains {f['idle_ns']} ns, more than the steady state's idle")
     if fid == "warmup":
         numbers = f.get("numbers") or {}
         if not (numbers.get("warmup_gaps", 0) >= 1 or numbers.get("long_call_ns", 0) > 0):
@@ -179,6 +215,7 @@ def main(argv):
     gapwatch, repo_root = argv[1], argv[2]
     failures = []
     verdicts = {}
+    all_ids = {}
     for name, paths in inputs(repo_root):
         doc, error = report(gapwatch, paths)
         if error:
@@ -192,12 +229,18 @@ def main(argv):
             where = f"{name} (pid {p.get('pid')}, rank {p.get('rank')})"
             failures += check_process(where, p)
             findings = p.get("findings") or []
-            verdicts[name] = findings[0]["id"] if findings else None
+            verdicts[name] = "gpu_bound" if p.get("bottleneck") else findings[0]["id"] if findings else None
+            all_ids[name] = [f["id"] for f in findings]
         print(f"{name}: {verdicts.get(name)}")
+    # The compile twin: its 400 ms compile is a one-time first pass, after which its FP32
+    # convolutions keep the GPU busy (docs/analysis.md, "First pass and steady state").
     for name, expected in (("corpus short_data_bound.json.gz", "input_pipeline"),
-                           ("corpus short_compile_warmup.json.gz", "warmup")):
+                           ("corpus short_compile_warmup.json.gz", "gpu_bound")):
         if verdicts.get(name) != expected:
             failures.append(f"{name}: the verdict is {verdicts.get(name)}, not {expected}")
+    compile_ids = all_ids.get("corpus short_compile_warmup.json.gz", [])
+    if "first_pass" not in compile_ids:
+        failures.append(f"corpus short_compile_warmup.json.gz: no first_pass finding ({compile_ids})")
     # PyTorch 1.8's TensorBoard samples (old schema): the single-process DataLoader's is the input
     # pipeline (72 % of its idle in enumerate(DataLoader) ranges); with 4 workers it is not.
     if "shared tb_resnet50_workers0.json.gz" in verdicts:

@@ -79,7 +79,8 @@ TEST_CASE("the verdict is the first line after the file's name, and the findings
   std::getline(lines, line);
   CHECK(line == "== run.gwt ==");
   std::getline(lines, line);
-  CHECK(line == "GPU idle 80.0% of the time; 100% of it waiting on the input pipeline (the host inside data loading)");
+  CHECK(line == "GPU idle 80.0% of the time; 100% of it waiting on the input pipeline (the host inside data loading); "
+                "up to 5.00x faster if the GPU never waited");
   CHECK(text.find("findings   ranked by the idle time each explains") != std::string::npos);
   CHECK(text.find("1  Waiting on the input pipeline (the host inside data loading)   80.0 ms = 100% of idle") != std::string::npos);
   CHECK(text.find("fix  Have batches ready") != std::string::npos);
