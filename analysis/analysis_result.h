@@ -307,6 +307,7 @@ struct KernelTable {
   // Kernel time by what the names show (kernel_class.h), most first; classes without time left out.
   std::vector<std::pair<std::string, uint64_t>> by_class;  // kernelClassKey -> summed durations
   uint64_t fp32_convolution_ns = 0;  // of the convolutions', names that say FP32 (scudnn, sgemm)
+  uint64_t inductor_ns = 0;          // kernels Inductor generated (names "triton_..."): compiled code
 };
 
 struct NcclTypeStats {

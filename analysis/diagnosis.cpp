@@ -330,14 +330,18 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
   };
 
   std::vector<Finding> found;
-  for (HostPart part : {HostPart::kInputPipeline, HostPart::kFramework, HostPart::kOther, HostPart::kUnknown}) {
-    if (passes(x.host_part_ns[static_cast<std::size_t>(part)])) found.push_back(findings::hostPart(steady, x, options, part));
-  }
+  // Waiting for data is its own cause, with its own fix.
+  constexpr std::size_t kInput = static_cast<std::size_t>(HostPart::kInputPipeline);
+  if (passes(x.host_part_ns[kInput])) found.push_back(findings::hostPart(steady, x, options, HostPart::kInputPipeline));
+  // The host running the model slower than the GPU is one cause, whatever it does between kernels
+  // (ops, Python between them, launches): one finding, with its split and one fix. Launch overhead
+  // counts only from many short gaps (a slow call is not overhead).
+  const uint64_t launch = x.launch_short_gaps >= t.launch_min_gaps ? x.launch_overhead_ns : 0;
+  const uint64_t host_bound = x.host_part_ns[static_cast<std::size_t>(HostPart::kFramework)] +
+                              x.host_part_ns[static_cast<std::size_t>(HostPart::kOther)] +
+                              x.host_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] + launch;
+  if (passes(host_bound)) found.push_back(findings::hostBound(steady, x, options, t, launch));
   if (passes(x.pageable_copies_ns)) found.push_back(findings::pageableCopies(steady, x));
-  // Many short gaps, or it is not launch overhead (a slow call is warmup's).
-  if (passes(x.launch_overhead_ns) && x.launch_short_gaps >= t.launch_min_gaps) {
-    found.push_back(findings::launchOverhead(steady, x, options, t));
-  }
   if (passes(x.slow_launch_ns)) found.push_back(findings::slowLaunchCalls(steady, x));
   if (passes(x.sync_points_ns)) found.push_back(findings::syncPoints(steady, x));
   const NcclStats& nccl = process.nccl;

@@ -722,6 +722,83 @@ Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x) {
   return f.take();
 }
 
+namespace {
+
+// The model already runs compiled: Inductor's kernels take a real share of kernel time, or the
+// host's time falls inside a compiled region's annotation (Torch-Compiled Region, CompiledFunction).
+std::string compiledEvidence(const ProcessAnalysis& p) {
+  if (p.kernels.total_ns > 0 && p.kernels.inductor_ns * 4 >= p.kernels.total_ns) {
+    return formatPercent(ratio(static_cast<double>(p.kernels.inductor_ns), static_cast<double>(p.kernels.total_ns))) +
+           " of kernel time in Inductor's Triton kernels (triton_*)";
+  }
+  for (const DeviceAnalysis& d : p.devices) {
+    for (const std::vector<HostLabel>& labels : d.host_part_labels) {
+      for (const HostLabel& l : labels) {
+        if (l.name.find("Torch-Compiled Region") != std::string::npos ||
+            l.name.find("CompiledFunction") != std::string::npos) {
+          return formatDuration(l.ns) + " of idle host time inside " + l.name;
+        }
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Finding hostBound(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o,
+                  const DiagnosisThresholds& t, uint64_t launch_ns) {
+  constexpr std::size_t kFramework = static_cast<std::size_t>(HostPart::kFramework);
+  constexpr std::size_t kOther = static_cast<std::size_t>(HostPart::kOther);
+  constexpr std::size_t kUnknown = static_cast<std::size_t>(HostPart::kUnknown);
+  const uint64_t framework = x.host_part_ns[kFramework], other = x.host_part_ns[kOther];
+  const uint64_t unknown = x.host_part_ns[kUnknown];
+  const uint64_t total = framework + other + unknown + launch_ns;
+  // The largest member titles the finding and keeps its id (scripts match on them) and evidence.
+  IdleExplanation whole = x;
+  Finding f;
+  if (launch_ns >= framework && launch_ns >= other && launch_ns >= unknown) {
+    whole.launch_overhead_ns = total;
+    f = launchOverhead(p, whole, o, t);
+  } else {
+    HostPart lead = HostPart::kFramework;
+    if (other > framework && other >= unknown) lead = HostPart::kOther;
+    if (unknown > framework && unknown > other) lead = HostPart::kUnknown;
+    whole.host_part_ns[static_cast<std::size_t>(lead)] = total;
+    f = hostPart(p, whole, o, lead);
+  }
+  // One cause, one finding: the split of what it holds, as one line.
+  std::vector<std::pair<uint64_t, std::string>> members = {{framework, "framework ops"},
+                                                           {other, "Python outside ops"},
+                                                           {unknown, "host work of unknown kind"},
+                                                           {launch_ns, "launch calls and short gaps"}};
+  std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string split;
+  for (const auto& [ns, name] : members) {
+    if (ns == 0) continue;
+    split += (split.empty() ? "" : ", ") + name + " " + formatDuration(ns);
+  }
+  f.evidence.insert(f.evidence.begin() + (f.evidence.empty() ? 0 : 1),
+                    {"the host between kernels", split + ": one cause (the host runs the model slower than the GPU), "
+                                                         "one fix"});
+  f.numbers.emplace_back("host_bound_framework_ns", static_cast<double>(framework));
+  f.numbers.emplace_back("host_bound_other_ns", static_cast<double>(other));
+  f.numbers.emplace_back("host_bound_unknown_ns", static_cast<double>(unknown));
+  f.numbers.emplace_back("host_bound_launch_ns", static_cast<double>(launch_ns));
+  // The fix by the evidence: code already compiled gets what comes after compiling; unknown time
+  // keeps its own (how to tell what it is); Python between ops its lines; eager ops compiling.
+  const std::string compiled = compiledEvidence(p);
+  if (!compiled.empty() && f.id != kFindingHostUnknown) {
+    f.evidence.emplace_back("already compiled", compiled);
+    f.fix = "The model already runs compiled, so torch.compile alone will not help: the host time left is the "
+            "compiled wrapper's and its launches'. torch.compile(mode=\"reduce-overhead\") replays the step as "
+            "CUDA graphs (static shapes); torch._inductor.config.cpp_wrapper = True moves the wrapper from Python "
+            "to C++; for inference, freezing (torch._inductor.config.freezing = True). A larger batch gives each "
+            "launch more work.";
+  }
+  return f;
+}
+
 Finding slowLaunchCalls(const ProcessAnalysis& p, const IdleExplanation& x) {
   FindingBuilder f(kFindingSlowLaunchCalls, "in slow launch calls (a millisecond or more each)", x.slow_launch_ns, x);
   f.evidence("idle in slow launch calls",
@@ -821,12 +898,15 @@ Finding firstPass(const ProcessAnalysis& p, const FirstPassTotals& t, const Idle
   whole.window_ns = t.window_ns + t.steady_window_ns;
   whole.steady_state = false;
   FindingBuilder f(kFindingFirstPass, title, t.idle_ns, whole);
-  f.evidence("first pass", "the first " + formatDuration(t.longest_ns) + " of the window, " + formatDuration(t.idle_ns) +
-                               " idle (" + formatPercent(ratio(static_cast<double>(t.idle_ns), static_cast<double>(t.window_ns))) +
-                               "); it ends with the last gap of one-time evidence before the run settles");
+  const bool whole_window = t.steady_window_ns == 0;
+  f.evidence("first pass", (whole_window ? "the whole window, " : "the first ") + formatDuration(t.longest_ns) +
+                               (whole_window ? ", " : " of the window, ") + formatDuration(t.idle_ns) + " idle (" +
+                               formatPercent(ratio(static_cast<double>(t.idle_ns), static_cast<double>(t.window_ns))) +
+                               (whole_window ? "): it does not settle into a steady state within the window"
+                                             : "); it ends with the last gap of one-time evidence before the run settles"));
   f.number("first_pass_ns", static_cast<double>(t.longest_ns));
   f.number("first_pass_idle_ns", static_cast<double>(t.idle_ns));
-  f.evidence("steady state after it", formatDuration(t.steady_window_ns) + ", " +
+  if (!whole_window) f.evidence("steady state after it", formatDuration(t.steady_window_ns) + ", " +
                                           formatPercent(ratio(static_cast<double>(t.steady_idle_ns),
                                                               static_cast<double>(t.steady_window_ns))) +
                                           " idle (the other findings are its own)");

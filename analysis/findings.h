@@ -25,6 +25,12 @@ Finding nccl(const ProcessAnalysis& p, const IdleExplanation& x, bool exposure_o
 Finding warmup(const IdleExplanation& x);
 Finding cudaApi(const ProcessAnalysis& p, const IdleExplanation& x);
 Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x);
+// The host running the model slower than the GPU, as one cause: framework, other and unknown host
+// time and launch overhead (`launch_ns`: the part of it that passed its own rule), titled by the
+// largest, with the split and one fix chosen by the evidence (docs/analysis.md, "One cause, one
+// finding").
+Finding hostBound(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o,
+                  const DiagnosisThresholds& t, uint64_t launch_ns);
 // Launch-call time in gaps of kLongGapNs or more that is neither warm-up nor a sync point's.
 Finding slowLaunchCalls(const ProcessAnalysis& p, const IdleExplanation& x);
 // The steady state is GPU-bound: what its busy time goes to, from kernel names, and the usual lever.

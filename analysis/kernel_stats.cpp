@@ -266,6 +266,7 @@ void KernelStatsStage::write(ProcessAnalysis& result) const {
     }
     const std::string name = strings_->display(v1::STRING_KIND_KERNEL_NAME, id);
     const KernelClass c = classifyKernel(name);
+    if (name.rfind("triton_", 0) == 0) t.inductor_ns += entry.total_ns;
     by_class[static_cast<std::size_t>(c)] += entry.total_ns;
     if (c == KernelClass::kConvolution) {
       std::string lower = name;

@@ -11,7 +11,8 @@
 //     algorithm search (cudnnFind*), CUDA graph capture and instantiation;
 //   - host ranges (ops, annotations, Python frames) of torch.compile and its parts: Dynamo's
 //     frame conversion and its timed phases ("(dynamo_timed)"), AOT autograd, Inductor's
-//     compile_fx, Triton's compiler and autotuner, "Torch-Compiled Region" and "CompiledFunction"
+//     compile_fx, Triton's compiler and autotuner (not "Torch-Compiled Region" nor "CompiledFunction",
+//     which wrap every call of compiled code)
 //     (host time inside them during a long gap is their first call compiling: a compiled region's
 //     steady-state calls only launch);
 //   - a kernel's first launch on a device when the launch call itself held the gap (lazy module

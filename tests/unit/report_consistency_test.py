@@ -11,8 +11,9 @@ beside the repository those are left out and the test says so). For each process
 
 - the verdict names the top finding, and findings are ranked by the idle they explain, which is
   within the process's idle time, as is their sum;
-- a host-part finding (input_pipeline, framework_overhead, host_other, host_unknown) explains no
-  more than the host time its own part holds ("what the host was doing");
+- input_pipeline explains no more than its part's host time; the host between kernels (framework,
+  other, unknown and launch overhead: one finding titled by its largest part) no more than those
+  together, its launch overhead no more than the gaps under 1.024 ms;
 - sync_points explains no more than the host and launch time of after-sync gaps outside the data
   loader (time in the loader after a sync is the input pipeline's: docs/analysis.md);
 - a warmup finding carries warm-up evidence: gaps with warm-up evidence (warmup_gaps) or slow
@@ -96,10 +97,17 @@ def check_finding(where, p, f):
     parts = p.get("host_cpu_by_part") or {}
     devices = p.get("devices") or []
     fid = f["id"]
-    if fid in HOST_PARTS:
-        own = parts.get(HOST_PARTS[fid], 0)
+    # The input pipeline within its part; the host between kernels (framework, other, unknown and
+    # launch overhead: one cause, one finding, whichever part titles it) within those together.
+    if fid == "input_pipeline":
+        own = parts.get("input_pipeline", 0)
         if f["idle_ns"] > own + SLACK_NS:
             failures.append(f"{where}: {fid} explains {f['idle_ns']} ns, its part holds {own} ns")
+    elif fid in HOST_PARTS or fid == "launch_overhead":
+        own = sum(parts.get(q, 0) for q in ("framework", "other", "unknown")) + \
+            (p.get("idle_by_cause") or {}).get("launch_overhead", 0)
+        if f["idle_ns"] > own + SLACK_NS:
+            failures.append(f"{where}: {fid} explains {f['idle_ns']} ns, the host between kernels holds {own} ns")
     if fid == "sync_points":
         pool = 0
         for d in devices:
@@ -115,7 +123,11 @@ def check_finding(where, p, f):
     # no more than its windows' idle, and a steady-state finding no more than the steady state's.
     short_gaps = sum(b["total_ns"] for d in devices for b in d.get("histogram") or [] if b["lo_ns"] < 1024000)
     first_pass_idle = sum((d.get("first_pass") or {}).get("idle_ns", 0) for d in devices)
-    if fid == "launch_overhead" and f["idle_ns"] > short_gaps + SLACK_NS:
+    launch_part = (f.get("numbers") or {}).get("host_bound_launch_ns", 0)
+    if launch_part > short_gaps + SLACK_NS:
+        failures.append(f"{where}: {fid}'s launch overhead is {launch_part} ns, the gaps under 1.024 ms add up "
+                        f"to {short_gaps} ns")
+    if fid == "launch_overhead" and launch_part == 0 and f["idle_ns"] > short_gaps + SLACK_NS:
         failures.append(f"{where}: launch_overhead explains {f['idle_ns']} ns, the gaps under 1.024 ms add up "
                         f"to {short_gaps} ns")
     if fid == "first_pass" and f["idle_ns"] > first_pass_idle + SLACK_NS:
