@@ -196,6 +196,9 @@ void AnalysisPipeline::writeProcessFacts(ProcessAnalysis& result) const {
   result.source.sync_records = sync_records_;
   if (hello_ && facts_.kineto_trace) {
     result.source.trace_schema_version = hello_->trace_schema_version();
+    result.source.trace_python_events = hello_->trace_python_events();
+    result.source.trace_cpu_ops = hello_->trace_cpu_ops();
+    result.source.trace_host_span_ns = hello_->trace_host_span_ns();
   }
   result.events_dropped = drops_.total(v1::DROP_SOURCE_THREAD_RING);
   result.cupti_records_dropped = drops_.total(v1::DROP_SOURCE_CUPTI);

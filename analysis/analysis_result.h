@@ -438,6 +438,9 @@ struct HtaView {
 struct RecordingSource {
   bool kineto_trace = false;  // Hello.source == STREAM_SOURCE_KINETO_TRACE
   uint32_t trace_schema_version = 0;  // the trace's schemaVersion
+  // The profiler's own host events (a trace only): python_function and cpu_op events, and the
+  // host time they span.
+  uint64_t trace_python_events = 0, trace_cpu_ops = 0, trace_host_span_ns = 0;
   uint64_t sync_records = 0;  // cuda_sync activity records (without them a stream sync is an upper bound)
   // A trace only: what it does not hold, as keys (kNotInTrace*), in a fixed order.
   std::vector<std::string> not_in_trace;

@@ -363,6 +363,13 @@ void diagnose(ProcessAnalysis& process, const AnalysisOptions& options, const Di
     process.notes.push_back(findings::warmup(x));
   }
   if (passes(x.cuda_api_ns)) found.push_back(findings::cudaApi(steady, x));
+  // The profiler measures host time with its own events: where they are dense, say what they cost.
+  const RecordingSource& source = process.source;
+  if (source.kineto_trace && source.trace_host_span_ns > 0 &&
+      static_cast<double>((source.trace_python_events + source.trace_cpu_ops) * t.profiler_event_ns) >=
+          t.profiler_cost_min_share * static_cast<double>(source.trace_host_span_ns)) {
+    process.notes.push_back(findings::profilerCost(process, x, t));
+  }
   if (passes(x.dependency_ns)) found.push_back(findings::dependency(steady, x));
 
   // Ranked by the idle each explains; ties keep the order above (section 1's table).

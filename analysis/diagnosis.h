@@ -63,6 +63,8 @@ inline constexpr const char* kFindingFirstPass = "first_pass";
 // The steady state's GPU is the bottleneck (ProcessAnalysis::bottleneck, not a finding: it
 // explains no idle): what its busy time goes to.
 inline constexpr const char* kFindingGpuBound = "gpu_bound";
+// A note: a trace's own host events are dense enough to inflate the host time it measures.
+inline constexpr const char* kFindingProfilerCost = "profiler_cost";
 
 // When evidence is strong enough to report (docs/analysis.md, "Thresholds", says why each value).
 struct DiagnosisThresholds {
@@ -93,6 +95,10 @@ struct DiagnosisThresholds {
   double straggler_test_level = 0.001;
   // The steady state is GPU-bound when its idle is below this share of its window.
   double gpu_bound_max_idle = 0.10;
+  // A trace's profiler cost is noted when its host events, at about profiler_event_ns each, add
+  // up to this share of the host time they span.
+  uint64_t profiler_event_ns = 1000;
+  double profiler_cost_min_share = 0.10;
 };
 
 // How a process's idle time splits among the findings, before any threshold. Sums to idle_ns.

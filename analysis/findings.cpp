@@ -799,6 +799,34 @@ Finding hostBound(const ProcessAnalysis& p, const IdleExplanation& x, const Anal
   return f;
 }
 
+Finding profilerCost(const ProcessAnalysis& p, const IdleExplanation& x, const DiagnosisThresholds& t) {
+  const RecordingSource& s = p.source;
+  const double span_ms = static_cast<double>(s.trace_host_span_ns) / 1e6;
+  const double cost = static_cast<double>((s.trace_python_events + s.trace_cpu_ops) * t.profiler_event_ns);
+  const double share = ratio(cost, static_cast<double>(s.trace_host_span_ns));
+  FindingBuilder f(kFindingProfilerCost, "in the profiler's own host events, which inflate the host time measured", 0, x);
+  char rate[96];
+  std::snprintf(rate, sizeof rate, "%.0f Python function events and %.0f ops per ms",
+                static_cast<double>(s.trace_python_events) / span_ms, static_cast<double>(s.trace_cpu_ops) / span_ms);
+  f.evidence("host events", formatCount(s.trace_python_events) + " Python function events (with_stack=True) and " +
+                                formatCount(s.trace_cpu_ops) + " ops in " + formatDuration(s.trace_host_span_ns) +
+                                " of host time: " + rate);
+  f.evidence("about", "at about " + formatDuration(t.profiler_event_ns) +
+                          " of host time per event (the order of the profiler's own cost per recorded event), " +
+                          formatPercent(std::min(1.0, share)) +
+                          " of that host time is the profiler's: host-side findings are that much larger than the "
+                          "job's own");
+  f.number("trace_python_events", static_cast<double>(s.trace_python_events));
+  f.number("trace_cpu_ops", static_cast<double>(s.trace_cpu_ops));
+  f.number("trace_host_span_ns", static_cast<double>(s.trace_host_span_ns));
+  f.number("profiler_cost_fraction", std::min(1.0, share));
+  f.fix(std::string(s.trace_python_events > s.trace_cpu_ops
+                        ? "Measure host time with with_stack=False (and record_shapes=False): "
+                        : "Measure host time with record_shapes=False and fewer annotations: ") +
+        "keep a with_stack trace for naming lines, and time a step with and without the profiler to see its cost.");
+  return f.take();
+}
+
 Finding slowLaunchCalls(const ProcessAnalysis& p, const IdleExplanation& x) {
   FindingBuilder f(kFindingSlowLaunchCalls, "in slow launch calls (a millisecond or more each)", x.slow_launch_ns, x);
   f.evidence("idle in slow launch calls",

@@ -31,6 +31,8 @@ Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x);
 // finding").
 Finding hostBound(const ProcessAnalysis& p, const IdleExplanation& x, const AnalysisOptions& o,
                   const DiagnosisThresholds& t, uint64_t launch_ns);
+// The profiler's own cost in a trace whose host events are dense (a note: it explains no idle).
+Finding profilerCost(const ProcessAnalysis& p, const IdleExplanation& x, const DiagnosisThresholds& t);
 // Launch-call time in gaps of kLongGapNs or more that is neither warm-up nor a sync point's.
 Finding slowLaunchCalls(const ProcessAnalysis& p, const IdleExplanation& x);
 // The steady state is GPU-bound: what its busy time goes to, from kernel names, and the usual lever.

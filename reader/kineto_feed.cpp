@@ -199,6 +199,9 @@ std::optional<std::string> Feed::sendHello(uint64_t first_ns) {
   hello.set_source(v1::STREAM_SOURCE_KINETO_TRACE);
   hello.set_trace_schema_version(meta_.schema_version);
   hello.set_trace_name(meta_.trace_name);
+  hello.set_trace_python_events(meta_.python_events);
+  hello.set_trace_cpu_ops(meta_.cpu_ops);
+  if (meta_.host_last_ns > meta_.host_first_ns) hello.set_trace_host_span_ns(meta_.host_last_ns - meta_.host_first_ns);
   hello.set_start_time_ns(first_ns);
   // Relative times without their base (the trace has no baseTimeNanoseconds) leave
   // the wall clock unknown (0) rather than a date in 1970.

@@ -22,6 +22,9 @@ struct TraceMetadata {
   bool has_base_time = false;
   uint32_t schema_version = 0;  // schemaVersion and traceName: what the trace says it is (Hello)
   std::string trace_name;
+  // Counted while the events are read (all before the Hello): the profiler's own host events.
+  uint64_t python_events = 0, cpu_ops = 0;
+  uint64_t host_first_ns = UINT64_MAX, host_last_ns = 0;
 };
 
 // One top-level value (distributedInfo, baseTimeNanoseconds), parsed whole.

@@ -263,6 +263,11 @@ class TraceReader {
       }
     }
     if (!raw.sync_kind.empty()) e.sync_kind = text(raw.sync_kind);
+    if (category == Category::kPythonFunction || category == Category::kCpuOp) {
+      ++(category == Category::kPythonFunction ? meta_.python_events : meta_.cpu_ops);
+      meta_.host_first_ns = std::min(meta_.host_first_ns, e.ts_ns);
+      meta_.host_last_ns = std::max(meta_.host_last_ns, e.end_ns);
+    }
     if (category == Category::kCpuOp && raw.name == "record_param_comms") {
       comms_args_.push_back(raw.comms);
       e.comms = static_cast<uint32_t>(comms_args_.size());

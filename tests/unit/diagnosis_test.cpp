@@ -975,3 +975,23 @@ TEST_CASE("without the per-gap detail, the sync finding takes host time from eac
   CHECK(x.sync_points_ns == 6 * kMs);
   CHECK(x.host_part_ns == std::array<uint64_t, kHostPartCount>{12 * kMs, 0, 6 * kMs, 0});
 }
+
+TEST_CASE("a trace whose own host events are dense says what they cost the host time it blames") {
+  ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 6);
+  p.source.kineto_trace = true;
+  p.source.trace_host_span_ns = 1'200 * kMs;
+  p.source.trace_python_events = 134'628;  // with_stack=True: 112 per ms
+  p.source.trace_cpu_ops = 12'000;
+  diagnose(p, AnalysisOptions{});
+  const auto note = std::find_if(p.notes.begin(), p.notes.end(), [](const Finding& f) { return f.id == kFindingProfilerCost; });
+  REQUIRE(note != p.notes.end());
+  CHECK(note->idle_ns == 0);
+  CHECK(number(*note, "profiler_cost_fraction") == Approx((134'628.0 + 12'000.0) * 1'000 / (1'200.0 * kMs)));
+  CHECK(evidenceOf(*note, "host events").find("112 Python function events and 10 ops per ms") != std::string::npos);
+  CHECK(note->fix.find("with_stack=False") != std::string::npos);
+  // Sparse host events (61 ops per ms, as a real trace without with_stack): no note.
+  p.source.trace_python_events = 0;
+  p.source.trace_cpu_ops = 73'000;
+  diagnose(p, AnalysisOptions{});
+  CHECK(std::none_of(p.notes.begin(), p.notes.end(), [](const Finding& f) { return f.id == kFindingProfilerCost; }));
+}
