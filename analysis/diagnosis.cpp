@@ -167,7 +167,7 @@ void explainHostParts(const DeviceAnalysis& device, const Warmup& warm, uint64_t
 }
 
 void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process, const DiagnosisThresholds& t,
-                   IdleExplanation& out) {
+                   bool storm, IdleExplanation& out) {
   const uint64_t window = device.window_end_ns - device.window_start_ns;
   out.window_ns += window;
   out.idle_ns += device.idle_ns;
@@ -235,7 +235,9 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   const uint64_t hideable = measured ? device.after_sync_hideable_ns : estimateHideable(device, process);
   out.after_sync_hideable_ns += hideable;
   const double pool = after_sync[kHostCpu] + after_sync[kLaunch];
-  const double sync_total = std::min(static_cast<double>(hideable), pool);
+  // In a sync storm (data-dependent shapes and reads: .item(), nonzero, boolean masks) each sync
+  // drains the queue, and all the host's work after it is what the syncs expose: taken whole.
+  const double sync_total = storm ? pool : std::min(static_cast<double>(hideable), pool);
   // Launch time with warm-up evidence (a kernel's slow first launch: lazy loading) is a one-time
   // cost, not per-kernel overhead. Not every slow launch: on a loaded host the scheduler preempts
   // a thread inside its launch calls for milliseconds at a time, many times a second, and that is
@@ -294,11 +296,20 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
   IdleExplanation x;
   if (!process.device_timeline) return x;
   bool any = false;
+  uint64_t window = 0;
+  for (const DeviceAnalysis& device : process.devices) {
+    if (device.window_end_ns > device.window_start_ns) window += device.window_end_ns - device.window_start_ns;
+  }
+  for (const SyncTypeStats& s : process.sync_points) {
+    if (s.kind != SyncPointKind::kAllocFree) x.syncs += s.count;
+  }
+  x.sync_storm = window > 0 && x.syncs >= thresholds.sync_storm_min_syncs &&
+                 static_cast<double>(x.syncs) >= thresholds.sync_storm_min_per_second * static_cast<double>(window) / 1e9;
   for (const DeviceAnalysis& device : process.devices) {
     if (device.window_end_ns <= device.window_start_ns) continue;
     x.leading_ns = any ? std::min(x.leading_ns, device.leading_ns) : device.leading_ns;
     any = true;
-    explainDevice(device, process, thresholds, x);
+    explainDevice(device, process, thresholds, x.sync_storm, x);
   }
   const auto longest_first = [](const IdleGap& a, const IdleGap& b) { return gapLength(a) > gapLength(b); };
   std::sort(x.stalls.begin(), x.stalls.end(), longest_first);

@@ -99,6 +99,10 @@ struct DiagnosisThresholds {
   // up to this share of the host time they span.
   uint64_t profiler_event_ns = 1000;
   double profiler_cost_min_share = 0.10;
+  // A sync storm: at least this many syncs (every type but malloc / free), at least this many a
+  // second of the window. Each drains the queue, so all the host's time after it is exposed.
+  uint64_t sync_storm_min_syncs = 200;
+  double sync_storm_min_per_second = 500;
 };
 
 // How a process's idle time splits among the findings, before any threshold. Sums to idle_ns.
@@ -124,6 +128,10 @@ struct IdleExplanation {
   uint64_t after_sync_ns = 0;
   uint64_t after_sync_hideable_ns = 0;  // before capping at the host time of after-sync gaps
   bool after_sync_estimated = false;    // the engine did not fill the after-sync details
+  // A sync storm (DiagnosisThresholds::sync_storm_*): sync_points took all the host and launch
+  // time of after-sync gaps, not only the hideable part.
+  bool sync_storm = false;
+  uint64_t syncs = 0;  // sync calls of every type but malloc / free
   std::vector<IdleGap> stalls;          // the stall gaps, longest first (whatever their cause)
   // The listed gaps of 1 ms or more with warm-up evidence (reader/warmup_names.h, or the process's
   // first step, which warmup_evidence then names), longest first: the warm-up finding's examples.

@@ -547,7 +547,8 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
   std::stable_sort(drainers.begin(), drainers.end(),
                    [](const SyncTypeStats* a, const SyncTypeStats* b) { return a->idle_after_ns > b->idle_after_ns; });
   if (drainers.size() > 3) drainers.resize(3);
-  std::string title = "after sync points that drained the queue";
+  std::string title = x.sync_storm ? "in a sync storm: syncs that drain the queue again and again"
+                                   : "after sync points that drained the queue";
   if (!drainers.empty()) title += " (mostly " + syncTypeLabel(*drainers.front()) + ")";
   FindingBuilder f(kFindingSyncPoints, title, x.sync_points_ns, x);
   uint64_t after_sync_gaps = 0;
@@ -557,9 +558,18 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
   f.evidence("idle after syncs", text);
   f.number("after_sync_idle_ns", static_cast<double>(x.after_sync_ns));
   f.number("after_sync_gaps", static_cast<double>(after_sync_gaps));
-  f.evidence("hideable", formatDuration(x.sync_points_ns) +
-                             " of the host's time in those gaps: it had waited at least as long in the sync" +
-                             (x.after_sync_estimated ? " (estimated from the gap histogram)" : ""));
+  if (x.sync_storm) {
+    char rate[48];
+    std::snprintf(rate, sizeof rate, "%.0f a second", static_cast<double>(x.syncs) * 1e9 / static_cast<double>(x.window_ns));
+    f.evidence("sync storm", formatCount(x.syncs) + " syncs, " + rate + ": all " + formatDuration(x.sync_points_ns) +
+                                 " of the host's time after them is what they expose" +
+                                 (x.after_sync_estimated ? " (estimated from the gap histogram)" : ""));
+    f.number("sync_storm_syncs", static_cast<double>(x.syncs));
+  } else {
+    f.evidence("hideable", formatDuration(x.sync_points_ns) +
+                               " of the host's time in those gaps: it had waited at least as long in the sync" +
+                               (x.after_sync_estimated ? " (estimated from the gap histogram)" : ""));
+  }
   f.number("hideable_ns", static_cast<double>(x.sync_points_ns));
   for (const SyncTypeStats* s : drainers) addSyncTypeEvidence(f, *s, true, p.steps.steps);
   // The type that blocked longest, when it is not a drainer: item() is a pageable copy that waits
@@ -581,9 +591,18 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
     f.number("sync_points_per_step", static_cast<double>(sync_calls) / static_cast<double>(p.steps.steps));
   }
   // Without a drainer (estimated split) there is no type to follow: the general advice.
-  f.fix(advised.empty() ? "Take sync points out of the step: read values every N steps, copy with "
-                          "non_blocking=True from pinned memory."
-                        : siteToStartAt(f, advised, p.steps.steps) + syncAdviceInOrder(advised));
+  std::string fix = advised.empty() ? "Take sync points out of the step: read values every N steps, copy with "
+                                      "non_blocking=True from pinned memory."
+                                    : siteToStartAt(f, advised, p.steps.steps) + syncAdviceInOrder(advised);
+  if (x.sync_storm) {
+    // Data-dependent shapes: CUDA graphs cannot capture them and torch.compile breaks its graph at
+    // each, so the fix is keeping the values on the GPU.
+    fix = "Data-dependent shapes and reads (.item(), .tolist(), nonzero, boolean-mask indexing) sync the host "
+          "each time, and CUDA graphs cannot capture them: keep the values on the GPU (torch.where instead of "
+          "masking, fixed-size outputs such as torch.nonzero_static, running sums as tensors), read them once per "
+          "step or batch, and move post-processing off the step. " + fix;
+  }
+  f.fix(fix);
   return f.take();
 }
 

@@ -995,3 +995,28 @@ TEST_CASE("a trace whose own host events are dense says what they cost the host 
   diagnose(p, AnalysisOptions{});
   CHECK(std::none_of(p.notes.begin(), p.notes.end(), [](const Finding& f) { return f.id == kFindingProfilerCost; }));
 }
+
+TEST_CASE("a sync storm takes all the host time after its syncs, with the fix for data-dependent shapes") {
+  // 60 ms of host time, 50 ms of it after 2,000 stream syncs (a post-processing loop of nonzero and
+  // .item()), of which only 5 ms hideable by the usual rule: the sync storm takes all 50 ms.
+  SECTION("2,000 syncs in the window: a storm") {
+    ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 2000);
+    afterSync(p, IdleCause::kHostCpu, 50 * kMs, 5 * kMs, 2000);
+    diagnose(p, AnalysisOptions{});
+    REQUIRE(hasFinding(p, kFindingSyncPoints));
+    const Finding& f = finding(p, kFindingSyncPoints);
+    CHECK(f.idle_ns == 50 * kMs);
+    CHECK(f.title.rfind("in a sync storm", 0) == 0);
+    CHECK(f.fix.find("nonzero_static") != std::string::npos);
+    CHECK(f.fix.find("CUDA graphs cannot capture them") != std::string::npos);
+    CHECK(p.findings[0].id == kFindingSyncPoints);
+  }
+  SECTION("the same idle after 20 syncs: no storm, only the hideable part is the syncs'") {
+    ProcessAnalysis p = processWith(only(IdleCause::kHostCpu, 60 * kMs), 20);
+    afterSync(p, IdleCause::kHostCpu, 50 * kMs, 5 * kMs, 20);
+    diagnose(p, AnalysisOptions{});
+    REQUIRE(hasFinding(p, kFindingSyncPoints));
+    CHECK(finding(p, kFindingSyncPoints).idle_ns == 5 * kMs);
+    CHECK(finding(p, kFindingSyncPoints).title.rfind("after sync points", 0) == 0);
+  }
+}
