@@ -6,6 +6,7 @@
 #include "analysis/diagnosis_numbers.h"
 #include "analysis/findings.h"
 #include "analysis/gap_histogram.h"
+#include "analysis/kernel_class.h"
 #include "analysis/kernel_stats.h"
 #include "analysis/quantity_text.h"
 #include "analysis/steady_state.h"
@@ -551,6 +552,43 @@ void addStragglerNumbers(const StragglerTest& t, Finding& f) {
 }
 
 // One job's ranks: `job` is one of `report`'s comparisons.
+// A rank that waits for a named straggler: its NCCL kernel time is largely that wait, not the cost of
+// communicating, so its NCCL note or finding (and a bottleneck of NCCL time) says whom it waits for,
+// and that fixing that rank is the fix: bucket_cap_mb or no_sync() would not shorten a wait.
+void relabelWaitsForStraggler(ProcessAnalysis& p, const RankComparison& job, const RankWait& slowest) {
+  uint64_t own_wait = 0;
+  for (const RankWait& w : job.rank_waits) {
+    if (p.rank && w.rank == *p.rank) own_wait = w.waited_ns;
+  }
+  uint64_t nccl_device = 0;
+  for (const NcclTypeStats& s : p.nccl.by_type) nccl_device += s.device_ns;
+  if (own_wait == 0 || nccl_device == 0) return;
+  const std::string rank = std::to_string(slowest.rank);
+  const std::string wait = formatDuration(own_wait) + " of this rank's " + formatDuration(nccl_device) +
+                           " of NCCL kernel time (" +
+                           formatPercent(std::min(1.0, ratio(static_cast<double>(own_wait), static_cast<double>(nccl_device)))) +
+                           ") ran while rank " + rank + " had not yet joined the collective";
+  const std::string fix = "Not communication cost: this rank's collectives wait for rank " + rank +
+                          ", the straggler of the job (see the findings across ranks and its own report). Make rank " +
+                          rank + " reach the collectives sooner; bucketing or no_sync() here would not shorten a wait.";
+  const auto relabel = [&](Finding& f) {
+    f.title = "waiting for rank " + rank + " in collectives (its NCCL kernels ran while rank " + rank + " was late)";
+    f.evidence.emplace_back("waiting, not communicating", wait);
+    f.numbers.emplace_back("waiting_for_rank_ns", static_cast<double>(own_wait));
+    f.fix = fix;
+  };
+  for (Finding& f : p.findings) {
+    if (f.id == kFindingNccl) relabel(f);
+  }
+  for (Finding& f : p.notes) {
+    if (f.id == kFindingNccl) relabel(f);
+  }
+  if (p.bottleneck && p.bottleneck->title.find(kernelClassText(KernelClass::kCommunication)) != std::string::npos) {
+    p.bottleneck->evidence.emplace_back("waiting, not communicating", wait);
+    p.bottleneck->fix = fix;
+  }
+}
+
 void diagnoseJobRanks(AnalysisReport& report, RankComparison& job, const DiagnosisThresholds& t) {
   job.findings.clear();
   job.straggler_test.reset();
@@ -578,6 +616,7 @@ void diagnoseJobRanks(AnalysisReport& report, RankComparison& job, const Diagnos
   // Every rank's NCCL finding says whom its collectives waited for, or that the waits are even.
   for (std::size_t i : job.processes) {
     ProcessAnalysis& p = report.processes[i];
+    if (test.named && !(p.rank && *p.rank == slowest->rank)) relabelWaitsForStraggler(p, job, *slowest);
     for (Finding& f : p.findings) {
       if (f.id != kFindingNccl) continue;
       if (!test.named) {

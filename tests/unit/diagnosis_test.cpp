@@ -1020,3 +1020,27 @@ TEST_CASE("a sync storm takes all the host time after its syncs, with the fix fo
     CHECK(finding(p, kFindingSyncPoints).title.rfind("after sync points", 0) == 0);
   }
 }
+
+TEST_CASE("a rank that waits for a named straggler is told so, not to tune its communication") {
+  // As above: rank 1 is 300 us late in each of 100 collectives; rank 0's NCCL kernels ran 40 ms,
+  // 30 ms of it waiting for rank 1.
+  AnalysisReport report =
+      reportOf(arrivals(2, 100, [](int32_t r, std::size_t k) { return r == 1 ? 300 + jitterUs(k, 100) : 0; }));
+  for (ProcessAnalysis& p : report.processes) {
+    NcclTypeStats all_to_all;
+    all_to_all.op = "all_to_all";
+    all_to_all.calls = 100;
+    all_to_all.device_ns = 40 * kMs;
+    p.nccl.by_type.push_back(all_to_all);
+  }
+  diagnoseReport(report);
+  REQUIRE(report.rank_comparisons[0].straggler_test);
+  REQUIRE(report.rank_comparisons[0].straggler_test->named);
+  const Finding& waiting = finding(report.processes[0], kFindingNccl);
+  CHECK(waiting.title.rfind("waiting for rank 1 in collectives", 0) == 0);
+  CHECK(waiting.fix.find("Not communication cost") != std::string::npos);
+  CHECK(waiting.fix.find("bucket_cap_mb") == std::string::npos);
+  CHECK(number(waiting, "waiting_for_rank_ns") > 25 * kMs);
+  // The straggler's own NCCL finding keeps its meaning.
+  CHECK(finding(report.processes[1], kFindingNccl).title.rfind("waiting for rank", 0) != 0);
+}
