@@ -168,3 +168,39 @@ TEST_CASE("kernel kinds come from the names' conventions, and a name without one
   CHECK(std::string(kernelClassKey(KernelClass::kGemmFp32)) == "fp32_gemm");
   CHECK(kernelClassLever(KernelClass::kSoftmax, false).find("scaled_dot_product_attention") != std::string::npos);
 }
+
+TEST_CASE("host time inside a compiled region every step is the host between kernels, with the compiled fix") {
+  // Inductor's Python wrapper: each step, 2 ms of host time inside "Torch-Compiled Region: 0/0"
+  // before its Triton kernels launch back to back. Not warm-up (the region wraps every call),
+  // not "use torch.compile" (it is on).
+  constexpr uint32_t kRegion = 50, kTriton = 51;
+  EngineFeed feed;
+  feed.name(v1::STRING_KIND_KERNEL_NAME, kTriton, "triton_poi_fused_add_mul_relu_0")
+      .name(v1::STRING_KIND_HOST_RANGE_NAME, kRegion, "Torch-Compiled Region: 0/0");
+  uint64_t t = 0, id = 1;
+  for (int step = 0; step < 50; ++step) {
+    const uint64_t region_start = t;
+    t += ms(2);  // the wrapper's Python: asserts, allocations, argument handling
+    for (int k = 0; k < 10; ++k, ++id) {
+      feed.add(launch(kMain, t, t + us(5), id));
+      DeviceActivityEvent e = kernelAt(t + us(8), t + us(208), id);
+      e.name_id = kTriton;
+      feed.add(e);
+      t += us(200);
+    }
+    feed.add(hostRange(v1::HOST_RANGE_KIND_ANNOTATION, kMain, region_start, t, kRegion));
+  }
+  ProcessAnalysis p = feed.run();
+  diagnose(p, AnalysisOptions{});
+  CHECK_FALSE(p.devices[0].first_pass);
+  CHECK_FALSE(has(p, kFindingWarmup));
+  REQUIRE_FALSE(p.findings.empty());
+  const Finding& f = p.findings.front();
+  CHECK(f.id == kFindingHostOther);
+  CHECK(f.fix.find("already runs compiled") != std::string::npos);
+  CHECK(f.fix.find("reduce-overhead") != std::string::npos);
+  CHECK(f.fix.find("cpp_wrapper") != std::string::npos);
+  bool says_compiled = false;
+  for (const auto& [name, value] : f.evidence) says_compiled = says_compiled || name == "already compiled";
+  CHECK(says_compiled);
+}
