@@ -223,6 +223,12 @@ struct DeviceAnalysis {
   // (a library's set-up inside an op's first call: cuDNN's cudaFree).
   uint64_t one_time_ns = 0;
   uint64_t first_runs = 0;  // kernels that were the first run of their name on the device
+  // Blocking copies and memsets that waited for an event, not for their transfer: in a gap of
+  // kLongGapNs or more, the call that queued the work ending the gap held the gap's sync_copy time,
+  // ten times or more what its own transfer took, and a stream-wait-event call on its stream came
+  // before it (after the stream's last work). That time is `dependency`, not `sync_copy`.
+  uint64_t copy_wait_ns = 0;
+  uint64_t copy_waits = 0;
   // The first pass: the window's start up to the end of the last gap with one-time evidence that
   // settles it (DeviceIdleStage picks it; the rule is in docs/analysis.md). Its counters are this
   // struct's as they stood then (window_end_ns = where the first pass ends; no lists: streams,

@@ -66,6 +66,7 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
                       call.kind == v1::API_KIND_CAPTURE_END || call.kind == v1::API_KIND_GRAPH_INSTANTIATE ||
                       (call.api_name_id != 0 && isWarmupName(v1::STRING_KIND_API_NAME, call.api_name_id));
   noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call), call.api_name_id, warmup);
+  if (call.kind == v1::API_KIND_STREAM_WAIT_EVENT) stream_waits_[call.stream] = call.start_ns;
   if (notePoll(call)) return;
   if (const std::optional<SyncPointKind> kind = classifySyncPoint(call)) {
     BlockedCall blocked;
@@ -511,6 +512,29 @@ void DeviceIdleStage::attribute(DeviceState& device, IdleGap& gap, const DeviceA
       causes[causeIndex(IdleCause::kDependency)] = length;  // queued before the device went idle
     } else {
       splitByThread(device, call->thread_id, gap);
+      // A blocking copy (or memset) that held the gap right after a stream wait on an event was
+      // issued on its stream, while its own transfer is short, waited for that event: work on
+      // another stream, or queued before the window. That wait is a dependency, not the copy's
+      // staging (a 60-byte copy behind a hipStreamWaitEvent once read as a one-time stall, and
+      // would read as "pageable copies": pin memory would not shorten it). The stream wait is
+      // the evidence: without it a slow copy stays a blocking copy (a loaded host stages a
+      // pageable copy slowly too, and the simulator's pageable-copies scenario does).
+      const std::size_t copy = causeIndex(IdleCause::kSyncCopy);
+      const bool copy_call = call->kind == v1::API_KIND_MEMCPY || call->kind == v1::API_KIND_MEMCPY_ASYNC ||
+                             call->kind == v1::API_KIND_MEMSET || call->kind == v1::API_KIND_MEMSET_ASYNC;
+      const uint64_t transfer = next.end_ns - next.start_ns;
+      if (copy_call && causes[copy] >= kLongGapNs && transfer * 10 < causes[copy]) {
+        const auto wait = stream_waits_.find(call->stream);
+        const auto stream = device.streams.find(next.stream);
+        const uint64_t stream_idle_since =
+            stream != device.streams.end() && stream->second.has_previous ? stream->second.previous_end_ns : 0;
+        if (wait != stream_waits_.end() && wait->second <= call->enter_ns && wait->second >= stream_idle_since) {
+          causes[causeIndex(IdleCause::kDependency)] += causes[copy];
+          device.result.copy_wait_ns += causes[copy];
+          ++device.result.copy_waits;
+          causes[copy] = 0;
+        }
+      }
     }
   } else if (queued_by_.probablyExpired(next.correlation_id)) {
     causes[causeIndex(IdleCause::kDependency)] = length;  // queued long ago: it waited on something

@@ -314,6 +314,9 @@ class DeviceIdleStage final : public AnalysisStage {
   std::vector<HostEdge> host_edges_;          // splitHost's scratch
   std::vector<const HostSpan*> host_spans_;   // splitHost's scratch: the ranges overlapping [a, b)
   std::array<uint64_t, kSyncPointKindCount> idle_after_sync_{};
+  // Per stream, the entry of its latest stream-wait-event call: what a copy that waited on the
+  // stream may have waited for (DeviceAnalysis::copy_wait_ns). Bounded by streams.
+  std::unordered_map<uint64_t, uint64_t> stream_waits_;
   std::array<std::unordered_map<uint64_t, uint64_t>, kSyncPointKindCount> idle_after_sync_by_site_;
   std::vector<HostReturnSite> longHostGapSites(uint32_t device) const;
   // Long host gaps by the Python stack of the launch that ended them (per device).

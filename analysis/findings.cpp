@@ -735,6 +735,20 @@ Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x) {
     for (const StreamIdle& s : d.streams) other += s.other_ns;
   }
   f.evidence("HTA \"other\" idle, summed over streams", formatDuration(other));
+  uint64_t copy_wait = 0, copy_waits = 0;
+  for (const DeviceAnalysis& d : p.devices) {
+    copy_wait += d.copy_wait_ns;
+    copy_waits += d.copy_waits;
+  }
+  if (copy_waits > 0) {
+    f.evidence("copies behind a stream wait",
+               formatDuration(copy_wait) + " in " + formatCount(copy_waits) +
+                   " blocking copy calls issued right after a stream wait on an event on their stream, whose own "
+                   "transfer was short: they waited for the event (work on another stream, or queued before the "
+                   "window), not for the copy");
+    f.number("copy_wait_ns", static_cast<double>(copy_wait));
+    f.number("copy_waits", static_cast<double>(copy_waits));
+  }
   f.number("hta_other_ns", static_cast<double>(other));
   f.fix("Start what the step waits for earlier: prefetch the next batch on a side stream, record its event "
         "as soon as it is queued; avoid cross-stream waits and host round trips inside the step.");

@@ -48,6 +48,8 @@ DeviceAnalysis steadyStateOf(const DeviceAnalysis& device) {
   s.launch_overhead_short_gaps = less(s.launch_overhead_short_gaps, f.launch_overhead_short_gaps);
   s.one_time_ns = less(s.one_time_ns, f.one_time_ns);
   s.first_runs = less(s.first_runs, f.first_runs);
+  s.copy_wait_ns = less(s.copy_wait_ns, f.copy_wait_ns);
+  s.copy_waits = less(s.copy_waits, f.copy_waits);
   std::erase_if(s.longest_gaps, [&](const IdleGap& g) { return g.start_ns < f.window_end_ns; });
   return s;
 }

@@ -857,3 +857,48 @@ TEST_CASE("sample spans are forgotten once the device has passed them") {
   CHECK(d.host_cpu_by_part_ns[static_cast<std::size_t>(HostPart::kUnknown)] == 0);
   CHECK(d.python_samples == 2 * (kSteps - 1));
 }
+
+TEST_CASE("a short copy that held a long gap waited for its stream: a dependency, not a blocking copy") {
+  // A 60-byte host-to-device copy stuck 492 ms behind a stream wait on an event whose work is not
+  // on this timeline (queued before the window): the thread sat in the copy call, the device idled.
+  EngineFeed feed;
+  feed.add(launch(1, us(0), us(5), 1)).add(kernelAt(us(10), ms(1), 1));
+  feed.add(call(v1::API_KIND_STREAM_WAIT_EVENT, 1, ms(1) + us(10), ms(1) + us(12), 0, false, 9));
+  feed.add(call(v1::API_KIND_MEMCPY_ASYNC, 1, ms(1) + us(20), ms(493) + us(10), 2, true, 9));
+  DeviceActivityEvent copy = copyAt(ms(493), ms(493) + us(2), 2, v1::MEMORY_KIND_PAGEABLE);
+  copy.stream = 9;
+  copy.bytes = 60;
+  feed.add(copy);
+  const ProcessAnalysis a = feed.run();
+  const DeviceAnalysis& d = a.devices[0];
+  CHECK(d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kSyncCopy)] == 0);
+  CHECK(d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kDependency)] >= ms(491));
+  CHECK(d.copy_waits == 1);
+  CHECK(d.copy_wait_ns >= ms(491));
+}
+
+TEST_CASE("a slow short copy without a stream wait before it stays a blocking copy") {
+  // The same copy without the stream wait: a slowly staged pageable copy (a loaded host) is what
+  // the recording shows, and nothing says it waited for anything else.
+  EngineFeed feed;
+  feed.add(launch(1, us(0), us(5), 1)).add(kernelAt(us(10), ms(1), 1));
+  feed.add(call(v1::API_KIND_MEMCPY_ASYNC, 1, ms(1) + us(20), ms(493) + us(10), 2, true, 9));
+  DeviceActivityEvent copy = copyAt(ms(493), ms(493) + us(2), 2, v1::MEMORY_KIND_PAGEABLE);
+  copy.stream = 9;
+  feed.add(copy);
+  const ProcessAnalysis a = feed.run();
+  CHECK(a.devices[0].idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kSyncCopy)] >= ms(491));
+  CHECK(a.devices[0].copy_waits == 0);
+}
+
+TEST_CASE("a copy whose own transfer filled the gap it held is still a blocking copy") {
+  // A pageable 64 MB copy: the call blocks while its transfer runs, as long as the transfer.
+  EngineFeed feed;
+  feed.add(launch(1, us(0), us(5), 1)).add(kernelAt(us(10), ms(1), 1));
+  feed.add(call(v1::API_KIND_MEMCPY, 1, ms(1) + us(20), ms(9), 2, true));
+  feed.add(copyAt(ms(3), ms(9) - us(5), 2, v1::MEMORY_KIND_PAGEABLE));
+  const ProcessAnalysis a = feed.run();
+  const DeviceAnalysis& d = a.devices[0];
+  CHECK(d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kSyncCopy)] > ms(1));
+  CHECK(d.copy_waits == 0);
+}
