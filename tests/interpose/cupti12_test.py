@@ -27,10 +27,10 @@ CUDA12_API_NAMES = {"__cudaLaunchKernel": "cudaLaunchKernel", "__cudaLaunchKerne
 RUN_OWN = {"pid", "recorded_ns", "window_start_ns", "window_end_ns", "start_ns", "end_ns", "verdict"}
 HOST_TIMED_SUBTREES = ("/findings", "/notes", "/idle_by_cause", "/by_cause", "/after_sync", "/longest_gaps",
                        "/histogram", "/host_launch_gaps", "/hta_idle_by_stream", "/idle_by_stream", "/rank_waits",
-                       "/host_cpu_by_part", "/host_cpu_names", "/straggler_test")
+                       "/host_cpu_by_part", "/host_cpu_names", "/straggler_test", "/bottleneck", "/first_pass")
 HOST_TIMED_COUNTS = {"gap_count", "runtime_outliers", "launch_delay_outliers", "short_kernels", "queue_depth_max",
                      "queue_depth_p99", "launches_per_second", "shorter_than_launch", "short",
-                     "launch_overhead_short_gaps"}
+                     "launch_overhead_short_gaps", "copy_waits"}
 # The device's busy time comes from the device records' own times: equal but for how much a copy
 # stream overlaps the kernels, which the host's timing shifts (copies are 4% of it here).
 DEVICE_TIMED = {"busy_ns"}
