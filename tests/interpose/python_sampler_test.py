@@ -195,20 +195,27 @@ class PythonSamplerTest(unittest.TestCase):
         marked = {"in_python_work": marked_lines("python_work"), "in_sleep": marked_lines("sleep"),
                   "main": marked_lines("between")}
         self.check_unread_are_counted_and_rare(events, samples)
-        between = 0
+        spans = function_lines()
+        off_mark = []
         for s in samples:
             stack = s.get("python_stack")
             if not stack:
                 continue
-            self.assertIn(stack[0]["function"], marked, stack)
-            self.assertIn(stack[0]["line"], marked[stack[0]["function"]], stack)
+            function, line = stack[0]["function"], stack[0]["line"]
+            if stack[0]["file"] == PROG:
+                self.assertIn(function, spans, stack)
+                first, last = spans[function]
+                self.assertTrue(first <= line <= last, (stack[0], spans[function], stack))
             self.assertEqual(stack[-1]["function"], "<module>", stack)
-            between += stack[0]["function"] == "main"
-        # The loop itself, between one call and the next, is a true place to find the thread
-        # when the scheduler took it off the CPU there for longer than the 1 ms the sampler
-        # waits (CI on a loaded machine did so); it takes microseconds, so it is the odd sample.
-        self.assertLessEqual(between, max(2, len(samples) // 10), "%d of %d samples between the calls" %
-                             (between, len(samples)))
+            if line not in marked.get(function, ()):
+                off_mark.append((function, line))
+        # Off the marked lines is a true place to find the thread when the scheduler took it off
+        # the CPU there for longer than the 1 ms the sampler waits (CI on a loaded machine did
+        # so: in the loop between one call and the next, on in_python_work's return, in the
+        # Python half of Runtime.launch). Those lines take microseconds, so they are the odd
+        # sample; the rest are at the marks.
+        self.assertLessEqual(len(off_mark), max(2, len(samples) // 10), "%d of %d samples off the marked lines: %s" %
+                             (len(off_mark), len(samples), off_mark[:10]))
 
 
 def add_interpreter_tests():
