@@ -101,7 +101,10 @@ void AnalysisPipeline::onBatch(const DecodedBatch& batch, const StringTable& str
   for (const DeviceActivityEvent& activity : batch.activities) {
     if (activity.kind == v1::ACTIVITY_KIND_SYNC) ++sync_records_;
     const bool copy = activity.kind == v1::ACTIVITY_KIND_MEMCPY && activity.correlation_id != 0;
-    if (copy) copy_blocks_[activity.correlation_id] = {copyBlocksHost(activity), activity.copy_kind, activity.bytes};
+    if (copy) {
+      copy_blocks_[activity.correlation_id] = {copyBlocksHost(activity), activity.copy_kind, activity.bytes,
+                                               activity.end_ns};
+    }
     if (!window_.push(activity) && copy) copy_blocks_.erase(activity.correlation_id);
   }
 }
@@ -119,11 +122,15 @@ void AnalysisPipeline::Fanout::onApiCall(const ApiCallEvent& call) {
     auto it = pipeline_.copy_blocks_.find(call.correlation_id);
     // A synchronous copy (cudaMemcpy, hipMemcpy, hipMemcpyWithStream: PyTorch's .item() on ROCm)
     // to the host returns only when the copy is done, whatever the host memory
-    // (synchronousCopyBlocks); an async one blocks where copyBlocksHost() says.
+    // (synchronousCopyBlocks); an async one blocks where copyBlocksHost() says. A synchronous copy
+    // whose call returned only after its transfer ended blocked, whatever its direction and size:
+    // the trace shows it (a 60-byte host-to-device hipMemcpyWithStream held 493 ms behind a
+    // stream wait, which the size alone would call a copy that does not block).
     const bool blocks = it != pipeline_.copy_blocks_.end() &&
-                        (it->second.blocks || (call.kind == v1::API_KIND_MEMCPY &&
-                                               synchronousCopyBlocks(it->second.copy_kind,
-                                                                     call.bytes != 0 ? call.bytes : it->second.bytes)));
+                        (it->second.blocks ||
+                         (call.kind == v1::API_KIND_MEMCPY &&
+                          (synchronousCopyBlocks(it->second.copy_kind, call.bytes != 0 ? call.bytes : it->second.bytes) ||
+                           call.end_ns >= it->second.end_ns)));
     if (it != pipeline_.copy_blocks_.end() && ((join_blocked && blocks) || join_size)) {
       ApiCallEvent joined = call;
       if (join_blocked && blocks) joined.blocked = true;

@@ -111,6 +111,7 @@ class AnalysisPipeline final : public RecordingVisitor {
     bool blocks = false;
     v1::CopyKind copy_kind = v1::COPY_KIND_UNSPECIFIED;
     uint64_t bytes = 0;
+    uint64_t end_ns = 0;  // when the transfer ended: a synchronous call that returned after it blocked
   };
   std::unordered_map<uint64_t, CopyRecord> copy_blocks_;
   std::optional<v1::Hello> hello_;

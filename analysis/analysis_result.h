@@ -143,6 +143,9 @@ struct IdleGap {  // one of the longest gaps, for the report
   // set-up or graph capture, inside a torch.compile range, or in the first launch of a kernel.
   // A stall's warm-up is this, never the whole stall (docs/analysis.md, "Stalls and warm-up").
   std::array<uint64_t, kIdleCauseCount> warmup_by_cause_ns{};
+  // Of the gap's cuda_api time, what the thread spent inside sync calls (stream, device and event
+  // synchronizes; not cudaMalloc / cudaFree): a sync storm's own cost.
+  uint64_t cuda_api_in_syncs_ns = 0;
   std::array<uint64_t, kHostPartCount> warmup_host_by_part_ns{};
   // What the evidence was, by name ("cuModuleLoadData", "Torch-Compiled Region", "first launch of
   // <kernel>"); filled at the end for the gaps kept; "" when the gap has none.
@@ -157,6 +160,27 @@ struct IdleGap {  // one of the longest gaps, for the report
   // much of the gap the diagnosis counted as warm-up (docs/analysis.md, "Stalls and warm-up").
   bool warmup_first_step = false;
   uint64_t warmup_ns = 0;
+};
+
+// The longest blocking copy that waited behind a stream wait (DeviceAnalysis::copy_wait_ns), with
+// what the recording shows of what it waited for. No trace names the event a wait is on, so the
+// event record named is the latest event record call in the window before the wait; none means
+// the event was recorded before the window (or by a process the trace does not hold).
+struct CopyWait {
+  uint64_t wait_ns = 0;  // the copy call's time in the gap, moved from sync_copy to dependency
+  uint64_t copy_enter_ns = 0;
+  uint64_t bytes = 0;    // the copy's own size (0: not given)
+  uint32_t thread_id = 0;
+  uint32_t copy_api_name_id = 0;
+  std::string copy_api_name;  // filled at the end, as GapCall's
+  uint64_t stream_wait_ns = 0;  // when the stream-wait call that queued before it was made
+  uint32_t wait_api_name_id = 0;
+  std::string wait_api_name;
+  bool event_record_seen = false;  // an event record call in the window before the wait
+  uint64_t event_record_ns = 0;
+  uint32_t event_record_thread = 0;
+  uint32_t event_record_api_name_id = 0;
+  std::string event_record_api_name;
 };
 
 struct DeviceAnalysis {
@@ -222,13 +246,16 @@ struct DeviceAnalysis {
   // kernel's first run on the device and the thread sat mostly in CUDA calls, those calls' time
   // (a library's set-up inside an op's first call: cuDNN's cudaFree).
   uint64_t one_time_ns = 0;
+  uint64_t cuda_api_in_syncs_ns = 0;  // IdleGap::cuda_api_in_syncs_ns summed
   uint64_t first_runs = 0;  // kernels that were the first run of their name on the device
   // Blocking copies and memsets that waited for an event, not for their transfer: in a gap of
   // kLongGapNs or more, the call that queued the work ending the gap held the gap's sync_copy time,
-  // ten times or more what its own transfer took, and a stream-wait-event call on its stream came
-  // before it (after the stream's last work). That time is `dependency`, not `sync_copy`.
+  // ten times or more what its own transfer took, and its thread's previous call that queued in
+  // stream order was a stream-wait-event call on the copy's stream. That time is `dependency`,
+  // not `sync_copy`.
   uint64_t copy_wait_ns = 0;
   uint64_t copy_waits = 0;
+  CopyWait longest_copy_wait;  // whole window, like longest_gaps (wait_ns 0: none)
   // The first pass: the window's start up to the end of the last gap with one-time evidence that
   // settles it (DeviceIdleStage picks it; the rule is in docs/analysis.md). Its counters are this
   // struct's as they stood then (window_end_ns = where the first pass ends; no lists: streams,

@@ -56,6 +56,24 @@ DeviceIdleStage::DeviceIdleStage(const AnalysisOptions& options)
 
 void DeviceIdleStage::begin(const RecordingFacts& facts) { facts_ = facts; }
 
+void DeviceIdleStage::noteStreamOrder(const ApiCallEvent& call) {
+  if (call.kind == v1::API_KIND_EVENT_RECORD) {
+    last_event_record_ = EventRecordCall{call.start_ns, call.thread_id, call.api_name_id};
+    return;
+  }
+  const CallCategory category = categorizeCall(call);
+  if (category == CallCategory::kCudaApi) return;
+  const bool copy = call.kind == v1::API_KIND_MEMCPY || call.kind == v1::API_KIND_MEMCPY_ASYNC ||
+                    call.kind == v1::API_KIND_MEMSET || call.kind == v1::API_KIND_MEMSET_ASYNC;
+  OrderedCall& last = last_ordered_call_[call.thread_id];
+  if (copy && call.correlation_id != 0 && last.kind == v1::API_KIND_STREAM_WAIT_EVENT && last.stream == call.stream) {
+    if (copies_after_wait_.size() >= kMaxCopiesAfterWait) copies_after_wait_.clear();
+    copies_after_wait_[call.correlation_id] = last;
+  }
+  last = OrderedCall{call.kind, call.stream, call.start_ns, call.api_name_id,
+                     call.kind == v1::API_KIND_STREAM_WAIT_EVENT ? last_event_record_ : std::nullopt};
+}
+
 void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
   if (!facts_.device_timeline) return;
   advance(call.start_ns);
@@ -65,10 +83,13 @@ void DeviceIdleStage::onApiCall(const ApiCallEvent& call) {
   const bool warmup = call.kind == v1::API_KIND_MODULE_LOAD || call.kind == v1::API_KIND_CAPTURE_BEGIN ||
                       call.kind == v1::API_KIND_CAPTURE_END || call.kind == v1::API_KIND_GRAPH_INSTANTIATE ||
                       (call.api_name_id != 0 && isWarmupName(v1::STRING_KIND_API_NAME, call.api_name_id));
-  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call), call.api_name_id, warmup);
-  if (call.kind == v1::API_KIND_STREAM_WAIT_EVENT) stream_waits_[call.stream] = call.start_ns;
+  const std::optional<SyncPointKind> sync_kind = classifySyncPoint(call);
+  const bool sync_call = sync_kind && (*sync_kind == SyncPointKind::kStreamSync || *sync_kind == SyncPointKind::kDeviceSync ||
+                                       *sync_kind == SyncPointKind::kEventSync);
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, categorizeCall(call), sync_call, call.api_name_id, warmup);
+  noteStreamOrder(call);
   if (notePoll(call)) return;
-  if (const std::optional<SyncPointKind> kind = classifySyncPoint(call)) {
+  if (const std::optional<SyncPointKind> kind = sync_kind) {
     BlockedCall blocked;
     blocked.enter_ns = call.start_ns;
     blocked.exit_ns = call.end_ns;
@@ -115,7 +136,7 @@ bool DeviceIdleStage::notePoll(const ApiCallEvent& call) {
 void DeviceIdleStage::onNcclCall(const NcclCallEvent& call) {
   if (!facts_.device_timeline) return;
   advance(call.start_ns);
-  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost, 0, false);
+  noteThreadCall(call.thread_id, call.start_ns, call.end_ns, CallCategory::kNcclHost, false, 0, false);
 }
 
 void DeviceIdleStage::onHostRange(const HostRangeEvent& range) {
@@ -220,14 +241,14 @@ bool DeviceIdleStage::isWarmupName(v1::StringKind kind, uint32_t name_id) {
 }
 
 void DeviceIdleStage::noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns,
-                                     CallCategory category, uint32_t api_name_id, bool warmup) {
+                                     CallCategory category, bool sync, uint32_t api_name_id, bool warmup) {
   if (samples_seen_) endSampleStretch(thread_id, enter_ns);
   RingQueue<CallSpan>& calls = thread_calls_[thread_id];
   const uint64_t h = horizon();
   while (!calls.empty() && calls.front().exit_ns <= h) calls.pop_front();
   if (exit_ns <= h) return;  // no gap still to come can overlap it
   const uint64_t max_exit = std::max(calls.empty() ? 0 : calls.back().max_exit_ns, exit_ns);
-  calls.push_back({enter_ns, exit_ns, max_exit, category, api_name_id, warmup});
+  calls.push_back({enter_ns, exit_ns, max_exit, category, api_name_id, warmup, sync});
 }
 
 void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
@@ -288,6 +309,9 @@ void DeviceIdleStage::onActivity(const DeviceActivityEvent& activity) {
     device.finishers.push_back({activity.stream, activity.correlation_id, call ? call->enter_ns : 0});
   }
   queued_by_.matched(activity.correlation_id);
+  if (activity.kind != v1::ACTIVITY_KIND_KERNEL && !copies_after_wait_.empty()) {
+    copies_after_wait_.erase(activity.correlation_id);
+  }
 }
 
 DeviceIdleStage::DeviceState& DeviceIdleStage::deviceState(uint32_t device) {
@@ -313,6 +337,7 @@ void DeviceIdleStage::closeGap(DeviceState& device, uint64_t g0, uint64_t g1, co
   DeviceAnalysis& r = device.result;
   const uint64_t one_time = length >= kLongGapNs ? oneTimeIdle(gap, first_run) : 0;
   r.one_time_ns += one_time;
+  r.cuda_api_in_syncs_ns += gap.cuda_api_in_syncs_ns;
   r.gaps.add(length);
   for (std::size_t c = 0; c < kIdleCauseCount; ++c) r.idle_by_cause_ns[c] += gap.by_cause_ns[c];
   for (std::size_t p = 0; p < kHostPartCount; ++p) r.host_cpu_by_part_ns[p] += gap.host_by_part_ns[p];
@@ -524,15 +549,30 @@ void DeviceIdleStage::attribute(DeviceState& device, IdleGap& gap, const DeviceA
                              call->kind == v1::API_KIND_MEMSET || call->kind == v1::API_KIND_MEMSET_ASYNC;
       const uint64_t transfer = next.end_ns - next.start_ns;
       if (copy_call && causes[copy] >= kLongGapNs && transfer * 10 < causes[copy]) {
-        const auto wait = stream_waits_.find(call->stream);
-        const auto stream = device.streams.find(next.stream);
-        const uint64_t stream_idle_since =
-            stream != device.streams.end() && stream->second.has_previous ? stream->second.previous_end_ns : 0;
-        if (wait != stream_waits_.end() && wait->second <= call->enter_ns && wait->second >= stream_idle_since) {
-          causes[causeIndex(IdleCause::kDependency)] += causes[copy];
-          device.result.copy_wait_ns += causes[copy];
+        const auto wait = copies_after_wait_.find(next.correlation_id);
+        if (wait != copies_after_wait_.end() && wait->second.start_ns <= call->enter_ns) {
+          const uint64_t moved = causes[copy];
+          causes[causeIndex(IdleCause::kDependency)] += moved;
+          device.result.copy_wait_ns += moved;
           ++device.result.copy_waits;
           causes[copy] = 0;
+          CopyWait& longest = device.result.longest_copy_wait;
+          if (moved > longest.wait_ns) {
+            longest = CopyWait{};
+            longest.wait_ns = moved;
+            longest.copy_enter_ns = call->enter_ns;
+            longest.bytes = next.bytes;
+            longest.thread_id = call->thread_id;
+            longest.copy_api_name_id = call->api_name_id;
+            longest.stream_wait_ns = wait->second.start_ns;
+            longest.wait_api_name_id = wait->second.api_name_id;
+            if (const auto& record = wait->second.record_before) {
+              longest.event_record_seen = true;
+              longest.event_record_ns = record->start_ns;
+              longest.event_record_thread = record->thread_id;
+              longest.event_record_api_name_id = record->api_name_id;
+            }
+          }
         }
       }
     }
@@ -574,6 +614,7 @@ void DeviceIdleStage::splitByThread(DeviceState& device, uint32_t thread_id, Idl
   const IdleCause outside = g1 - g0 < options_.launch_threshold_ns ? IdleCause::kLaunchOverhead : IdleCause::kHostCpu;
   std::array<int, kCallCategoryCount> active{};
   int active_warmup = 0;
+  int active_sync = 0;
   const CallSpan* warmup_call = nullptr;  // the warm-up call that covered most of the gap
   uint64_t warmup_call_ns = 0;
   uint64_t cursor = g0;
@@ -581,6 +622,7 @@ void DeviceIdleStage::splitByThread(DeviceState& device, uint32_t thread_id, Idl
   while (cursor < g1) {
     while (e < edges.size() && edges[e].t <= cursor) {
       active[static_cast<std::size_t>(edges[e].category)] += edges[e].delta;
+      if (edges[e].call->sync) active_sync += edges[e].delta;
       if (edges[e].call->warmup) {
         active_warmup += edges[e].delta;
         const uint64_t covered = std::min(edges[e].call->exit_ns, g1) - std::max(edges[e].call->enter_ns, g0);
@@ -599,6 +641,7 @@ void DeviceIdleStage::splitByThread(DeviceState& device, uint32_t thread_id, Idl
     // Time inside a call that loads code or sets a library up is warm-up, whatever the call's
     // category made it (a module load is cuda_api, a capture inside a launch launch_overhead).
     if (active_warmup > 0 && cause != IdleCause::kHostCpu) gap.warmup_by_cause_ns[causeIndex(cause)] += next_edge - cursor;
+    if (active_sync > 0 && cause == IdleCause::kCudaApi) gap.cuda_api_in_syncs_ns += next_edge - cursor;
     if (cause == IdleCause::kHostCpu) splitHost(device, thread_id, cursor, next_edge, gap);
     cursor = next_edge;
   }
@@ -1005,6 +1048,14 @@ void DeviceIdleStage::write(ProcessAnalysis& result) const {
     }
     std::sort(r.longest_gaps.begin(), r.longest_gaps.end(), keepsBetter);
     for (IdleGap& gap : r.longest_gaps) nameNeighbours(gap);
+    if (CopyWait& w = r.longest_copy_wait; w.wait_ns > 0 && strings_) {
+      const auto name = [&](uint32_t id) {
+        return id != 0 ? strings_->display(v1::STRING_KIND_API_NAME, id) : std::string();
+      };
+      w.copy_api_name = name(w.copy_api_name_id);
+      w.wait_api_name = name(w.wait_api_name_id);
+      w.event_record_api_name = name(w.event_record_api_name_id);
+    }
     r.long_host_gap_sites = longHostGapSites(id);
     result.devices.push_back(std::move(r));
   }

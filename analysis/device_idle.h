@@ -60,6 +60,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -124,6 +125,7 @@ class DeviceIdleStage final : public AnalysisStage {
     CallCategory category = CallCategory::kCudaApi;
     uint32_t api_name_id = 0;  // for the longest gaps' call
     bool warmup = false;       // a call that loads code or sets a library up (reader/warmup_names.h)
+    bool sync = false;         // a synchronize (stream, device, event): its cuda_api time is a sync's
   };
   // The activity that ended at a device's busy frontier (the first to reach it): the longest
   // gaps' `before`. Ids only: names are looked up for the few gaps kept.
@@ -230,7 +232,9 @@ class DeviceIdleStage final : public AnalysisStage {
   static const FirstPassMark* firstPassEnd(const DeviceState& device, uint64_t window_end_ns);
   // Joins a thread's consecutive polls into one blocked call; true when `call` was a poll.
   bool notePoll(const ApiCallEvent& call);
-  void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category,
+  // Keeps what a copy queued right behind a stream wait needs (last_ordered_call_, copies_after_wait_).
+  void noteStreamOrder(const ApiCallEvent& call);
+  void noteThreadCall(uint32_t thread_id, uint64_t enter_ns, uint64_t exit_ns, CallCategory category, bool sync,
                       uint32_t api_name_id, bool warmup);
   void advance(uint64_t now_ns);
   void prune();
@@ -314,9 +318,28 @@ class DeviceIdleStage final : public AnalysisStage {
   std::vector<HostEdge> host_edges_;          // splitHost's scratch
   std::vector<const HostSpan*> host_spans_;   // splitHost's scratch: the ranges overlapping [a, b)
   std::array<uint64_t, kSyncPointKindCount> idle_after_sync_{};
-  // Per stream, the entry of its latest stream-wait-event call: what a copy that waited on the
-  // stream may have waited for (DeviceAnalysis::copy_wait_ns). Bounded by streams.
-  std::unordered_map<uint64_t, uint64_t> stream_waits_;
+  // A copy queued right behind a stream wait (DeviceAnalysis::copy_wait_ns). Per thread, its latest
+  // call that queues in stream order (launches, copies, memsets, stream waits; not event records,
+  // which queue no work): a copy whose thread's previous such call was a stream wait on its stream
+  // is queued behind that wait. Bounded by threads.
+  struct EventRecordCall {
+    uint64_t start_ns = 0;
+    uint32_t thread_id = 0;
+    uint32_t api_name_id = 0;
+  };
+  struct OrderedCall {
+    v1::ApiKind kind = v1::API_KIND_UNSPECIFIED;
+    uint64_t stream = 0;
+    uint64_t start_ns = 0;
+    uint32_t api_name_id = 0;
+    std::optional<EventRecordCall> record_before;  // a stream wait: the latest event record before it
+  };
+  std::unordered_map<uint32_t, OrderedCall> last_ordered_call_;
+  std::optional<EventRecordCall> last_event_record_;  // any thread: no trace says which event a wait is on
+  // Copy correlation id -> the stream wait it was queued behind; erased as the copy's record
+  // arrives, and cleared whole past kMaxCopiesAfterWait (records dropped by the recorder).
+  std::unordered_map<uint64_t, OrderedCall> copies_after_wait_;
+  static constexpr std::size_t kMaxCopiesAfterWait = 4096;
   std::array<std::unordered_map<uint64_t, uint64_t>, kSyncPointKindCount> idle_after_sync_by_site_;
   std::vector<HostReturnSite> longHostGapSites(uint32_t device) const;
   // Long host gaps by the Python stack of the launch that ended them (per device).

@@ -249,6 +249,17 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
     taken[c] = static_cast<uint64_t>(std::llround(sync_total * ratio(after_sync[c], pool)));
     taken[c] = std::min(taken[c], minusClamped(cause[c], warmup.by_cause_ns[c]));
   }
+  // One cause, one finding: in a storm the time inside the sync calls, and in its reads of values
+  // when the blocking copies are mostly those, is the storm's too (a post-processing loop of
+  // .item() and nonzero once got three findings: the storm, blocking reads, and CUDA API calls).
+  if (storm) {
+    taken[kCudaApi] = std::min(device.cuda_api_in_syncs_ns, minusClamped(cause[kCudaApi], warmup.by_cause_ns[kCudaApi]));
+    out.storm_in_sync_calls_ns += taken[kCudaApi];
+    if (out.storm_takes_reads) {
+      taken[kSyncCopy] = cause[kSyncCopy];
+      out.storm_in_reads_ns += taken[kSyncCopy];
+    }
+  }
   // Host time in the loader can never be taken (it left the pool): the host parts below must
   // still hold what `taken` takes from them.
   taken[kHostCpu] = std::min(taken[kHostCpu], minusClamped(minusClamped(cause[kHostCpu], warmup.by_cause_ns[kHostCpu]),
@@ -258,7 +269,7 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   out.warmup_ns += warmup.by_cause_ns[kHostCpu] + warmup.by_cause_ns[kCudaApi] + long_launch;
   out.long_call_ns += long_launch;
   out.launch_short_gaps += device.launch_overhead_short_gaps;
-  out.sync_points_ns += taken[kHostCpu] + taken[kLaunch] + taken[kCudaApi];
+  out.sync_points_ns += taken[kHostCpu] + taken[kLaunch] + taken[kCudaApi] + taken[kSyncCopy];
   explainHostParts(device, warmup, minusClamped(cause[kHostCpu], warmup.by_cause_ns[kHostCpu] + taken[kHostCpu]),
                    taken[kHostCpu], measured, out);
   // Launch overhead is the short gaps' (many small launches); launch-call time in longer gaps
@@ -269,7 +280,7 @@ void explainDevice(const DeviceAnalysis& device, const ProcessAnalysis& process,
   out.slow_launch_ns += launch_left - std::min(launch_left, launch_short);
   for (std::size_t b = 0; b < kFirstLongBucket; ++b) out.short_gaps_ns += device.gaps.bucket(b).total_ns;
   out.cuda_api_ns += minusClamped(cause[kCudaApi], warmup.by_cause_ns[kCudaApi] + taken[kCudaApi]);
-  out.pageable_copies_ns += cause[kSyncCopy];
+  out.pageable_copies_ns += cause[kSyncCopy] - taken[kSyncCopy];
   out.nccl_ns += cause[kNcclHost];
   out.dependency_ns += cause[kDependency];
 }
@@ -306,6 +317,19 @@ IdleExplanation explainIdle(const ProcessAnalysis& process, const DiagnosisThres
   }
   x.sync_storm = window > 0 && x.syncs >= thresholds.sync_storm_min_syncs &&
                  static_cast<double>(x.syncs) >= thresholds.sync_storm_min_per_second * static_cast<double>(window) / 1e9;
+  if (x.sync_storm) {
+    // The blocking copies are mostly reads of values (as pageableCopies() titles them).
+    uint64_t blocking_copies = 0, small_reads = 0;
+    for (const SyncTypeStats& s : process.sync_points) {
+      if (s.kind != SyncPointKind::kPageableAsyncCopy && s.kind != SyncPointKind::kSyncCopy &&
+          s.kind != SyncPointKind::kMemset) {
+        continue;
+      }
+      blocking_copies += s.count;
+      small_reads += s.small_reads;
+    }
+    x.storm_takes_reads = blocking_copies > 0 && small_reads * 2 >= blocking_copies;
+  }
   for (const DeviceAnalysis& device : process.devices) {
     if (device.window_end_ns <= device.window_start_ns) continue;
     x.leading_ns = any ? std::min(x.leading_ns, device.leading_ns) : device.leading_ns;
@@ -586,6 +610,14 @@ void relabelWaitsForStraggler(ProcessAnalysis& p, const RankComparison& job, con
   if (p.bottleneck && p.bottleneck->title.find(kernelClassText(KernelClass::kCommunication)) != std::string::npos) {
     p.bottleneck->evidence.emplace_back("waiting, not communicating", wait);
     p.bottleneck->fix = fix;
+    // Busy in NCCL kernels that mostly waited: the verdict (which says the bottleneck's title)
+    // names the wait, not "the GPU is the bottleneck" (an 8-rank all_to_all's rank 0 once did).
+    if (own_wait * 2 >= nccl_device) {
+      p.bottleneck->title = "the GPU is busy, but mostly waiting for rank " + rank + ": " +
+                            formatWholePercent(std::min(1.0, ratio(static_cast<double>(own_wait),
+                                                                   static_cast<double>(nccl_device)))) +
+                            " of its NCCL kernel time ran before rank " + rank + " joined the collective";
+    }
   }
 }
 

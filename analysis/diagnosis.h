@@ -132,6 +132,12 @@ struct IdleExplanation {
   // time of after-sync gaps, not only the hideable part.
   bool sync_storm = false;
   uint64_t syncs = 0;  // sync calls of every type but malloc / free
+  // In a storm, what sync_points holds besides the host's time after the syncs: idle inside the
+  // sync calls themselves (cuda_api in stream / device / event synchronizes), and the blocking
+  // copies' time when they are mostly reads of values (.item(): each is a sync of the storm).
+  uint64_t storm_in_sync_calls_ns = 0;
+  uint64_t storm_in_reads_ns = 0;
+  bool storm_takes_reads = false;
   std::vector<IdleGap> stalls;          // the stall gaps, longest first (whatever their cause)
   // The listed gaps of 1 ms or more with warm-up evidence (reader/warmup_names.h, or the process's
   // first step, which warmup_evidence then names), longest first: the warm-up finding's examples.

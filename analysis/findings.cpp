@@ -561,10 +561,15 @@ Finding syncPoints(const ProcessAnalysis& p, const IdleExplanation& x) {
   if (x.sync_storm) {
     char rate[48];
     std::snprintf(rate, sizeof rate, "%.0f a second", static_cast<double>(x.syncs) * 1e9 / static_cast<double>(x.window_ns));
-    f.evidence("sync storm", formatCount(x.syncs) + " syncs, " + rate + ": all " + formatDuration(x.sync_points_ns) +
-                                 " of the host's time after them is what they expose" +
-                                 (x.after_sync_estimated ? " (estimated from the gap histogram)" : ""));
+    const uint64_t after = x.sync_points_ns - std::min(x.sync_points_ns, x.storm_in_sync_calls_ns + x.storm_in_reads_ns);
+    std::string held = "all " + formatDuration(after) + " of the host's time after them is what they expose" +
+                       (x.after_sync_estimated ? " (estimated from the gap histogram)" : "");
+    if (x.storm_in_sync_calls_ns > 0) held += ", with " + formatDuration(x.storm_in_sync_calls_ns) + " inside the sync calls";
+    if (x.storm_in_reads_ns > 0) held += ", and " + formatDuration(x.storm_in_reads_ns) + " blocked in its reads of values";
+    f.evidence("sync storm", formatCount(x.syncs) + " syncs, " + rate + ": " + held);
     f.number("sync_storm_syncs", static_cast<double>(x.syncs));
+    f.number("sync_storm_in_sync_calls_ns", static_cast<double>(x.storm_in_sync_calls_ns));
+    f.number("sync_storm_in_reads_ns", static_cast<double>(x.storm_in_reads_ns));
   } else {
     f.evidence("hideable", formatDuration(x.sync_points_ns) +
                                " of the host's time in those gaps: it had waited at least as long in the sync" +
@@ -727,31 +732,68 @@ Finding cudaApi(const ProcessAnalysis& p, const IdleExplanation& x) {
 
 Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x) {
   FindingBuilder f(kFindingDependency, "waiting on another stream, event or rank", x.dependency_ns, x);
+  uint64_t copy_wait = 0, copy_waits = 0;
+  const DeviceAnalysis* longest = nullptr;
+  for (const DeviceAnalysis& d : p.devices) {
+    copy_wait += d.copy_wait_ns;
+    copy_waits += d.copy_waits;
+    if (d.longest_copy_wait.wait_ns > 0 && (!longest || d.longest_copy_wait.wait_ns > longest->longest_copy_wait.wait_ns)) {
+      longest = &d;
+    }
+  }
   f.evidence("idle waiting on a dependency",
-             shareOfIdle(x.dependency_ns, x) + ": the next work was queued before the gap began");
+             shareOfIdle(x.dependency_ns, x) +
+                 (copy_wait * 2 >= x.dependency_ns && copy_waits > 0
+                      ? ": mostly blocking copies queued behind a stream wait (below)"
+                      : ": the next work was queued before the gap began"));
   f.number("dependency_idle_ns", static_cast<double>(x.dependency_ns));
   uint64_t other = 0;
   for (const DeviceAnalysis& d : p.devices) {
     for (const StreamIdle& s : d.streams) other += s.other_ns;
   }
   f.evidence("HTA \"other\" idle, summed over streams", formatDuration(other));
-  uint64_t copy_wait = 0, copy_waits = 0;
-  for (const DeviceAnalysis& d : p.devices) {
-    copy_wait += d.copy_wait_ns;
-    copy_waits += d.copy_waits;
-  }
   if (copy_waits > 0) {
     f.evidence("copies behind a stream wait",
-               formatDuration(copy_wait) + " in " + formatCount(copy_waits) +
-                   " blocking copy calls issued right after a stream wait on an event on their stream, whose own "
-                   "transfer was short: they waited for the event (work on another stream, or queued before the "
-                   "window), not for the copy");
+               formatDuration(copy_wait) + " in " + formatCount(copy_waits) + " blocking copy call" +
+                   (copy_waits == 1 ? "" : "s") +
+                   " queued right after a stream wait on their stream, whose own transfer was short: they waited "
+                   "for the event, not for the copy");
     f.number("copy_wait_ns", static_cast<double>(copy_wait));
     f.number("copy_waits", static_cast<double>(copy_waits));
   }
+  if (longest) {
+    // What the trace shows of what it waited for: the wait call, and the event record it may be on.
+    const CopyWait& w = longest->longest_copy_wait;
+    const auto at = [&](uint64_t t) { return "+" + formatDuration(t - std::min(t, longest->window_start_ns)); };
+    const auto named = [](const std::string& name, const char* otherwise) { return name.empty() ? std::string(otherwise) : name; };
+    std::string copy = "a " + named(w.copy_api_name, "copy call") + (w.bytes > 0 ? " of " + formatCount(w.bytes) + " B" : "") +
+                       " at " + at(w.copy_enter_ns) + " (thread " + std::to_string(w.thread_id) + "), " +
+                       formatDuration(w.wait_ns) + " of it waiting, queued right after " +
+                       named(w.wait_api_name, "a stream wait") + " at " + at(w.stream_wait_ns);
+    f.evidence("longest", copy);
+    f.evidence("the event it waited for",
+               w.event_record_seen
+                   ? "not named by the trace (no trace says which event a wait is on); the latest event record "
+                     "before the wait was " + named(w.event_record_api_name, "an event record") + " at " +
+                         at(w.event_record_ns) + " on thread " + std::to_string(w.event_record_thread) +
+                         ": the work queued before that record, on its stream, is what the copy most likely waited for"
+                   : "recorded before the window: no event record call in the trace comes before the wait, so the "
+                     "work the copy waited for was queued before the profiler started (or by another process)");
+    f.number("copy_wait_longest_ns", static_cast<double>(w.wait_ns));
+    f.number("copy_wait_event_record_in_window", w.event_record_seen ? 1.0 : 0.0);
+  }
   f.number("hta_other_ns", static_cast<double>(other));
-  f.fix("Start what the step waits for earlier: prefetch the next batch on a side stream, record its event "
-        "as soon as it is queued; avoid cross-stream waits and host round trips inside the step.");
+  if (copy_wait * 2 >= x.dependency_ns && copy_waits > 0) {
+    f.fix(std::string("The copy waited for an event, not for its transfer: pinned memory or non_blocking=True would "
+                      "not shorten it. Find the work the event stands for (a side stream's prefetch or compute, ") +
+          (longest && !longest->longest_copy_wait.event_record_seen
+               ? "here queued before the profiler's window: start the window earlier to see it"
+               : "the work before the event record named above") +
+          ") and start it earlier, or move the copy (and the wait) out of the step.");
+  } else {
+    f.fix("Start what the step waits for earlier: prefetch the next batch on a side stream, record its event "
+          "as soon as it is queued; avoid cross-stream waits and host round trips inside the step.");
+  }
   return f.take();
 }
 

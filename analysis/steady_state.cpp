@@ -47,6 +47,7 @@ DeviceAnalysis steadyStateOf(const DeviceAnalysis& device) {
   s.launch_overhead_long_gaps_ns = less(s.launch_overhead_long_gaps_ns, f.launch_overhead_long_gaps_ns);
   s.launch_overhead_short_gaps = less(s.launch_overhead_short_gaps, f.launch_overhead_short_gaps);
   s.one_time_ns = less(s.one_time_ns, f.one_time_ns);
+  s.cuda_api_in_syncs_ns = less(s.cuda_api_in_syncs_ns, f.cuda_api_in_syncs_ns);
   s.first_runs = less(s.first_runs, f.first_runs);
   s.copy_wait_ns = less(s.copy_wait_ns, f.copy_wait_ns);
   s.copy_waits = less(s.copy_waits, f.copy_waits);

@@ -204,6 +204,21 @@ TEST_CASE("time inside other CUDA calls is cuda_api") {
   CHECK(causeSum(d) == us(110));
 }
 
+TEST_CASE("cuda_api time inside a synchronize is kept apart from cudaMalloc's") {
+  // A stream sync that returns 40 us after its kernel ended, then a cudaMalloc of 90 us: both are
+  // cuda_api, only the sync's is a sync's (what a sync storm holds).
+  EngineFeed feed;
+  feed.add(launch(kMain, us(10), us(15), 1))
+      .add(call(v1::API_KIND_STREAM_SYNC, kMain, us(20), us(240), 0, true))
+      .add(call(v1::API_KIND_MALLOC, kMain, us(250), us(340), 0, true))
+      .add(launch(kMain, us(340), us(345), 2))
+      .add(kernelAt(us(100), us(200), 1))
+      .add(kernelAt(us(350), us(400), 2));
+  const DeviceAnalysis d = onlyDevice(feed.run());
+  CHECK(cause(d, IdleCause::kCudaApi) == us(130));
+  CHECK(d.cuda_api_in_syncs_ns == us(40));
+}
+
 TEST_CASE("where calls overlap, sync_copy beats nccl_host beats launch beats cuda_api") {
   // On one thread during the gap [200, 300): a cuda_api call [200, 300); inside it a launch-type
   // call [210, 280); inside that an NCCL call [220, 270); inside that a blocked copy [230, 260).
@@ -901,4 +916,54 @@ TEST_CASE("a copy whose own transfer filled the gap it held is still a blocking 
   const DeviceAnalysis& d = a.devices[0];
   CHECK(d.idle_by_cause_ns[static_cast<std::size_t>(IdleCause::kSyncCopy)] > ms(1));
   CHECK(d.copy_waits == 0);
+}
+
+TEST_CASE("a copy behind a stream wait names the wait, and no event record before it means before the window") {
+  EngineFeed feed;
+  feed.add(launch(1, us(0), us(5), 1)).add(kernelAt(us(10), ms(1), 1));
+  feed.add(call(v1::API_KIND_STREAM_WAIT_EVENT, 1, ms(1) + us(10), ms(1) + us(12), 0, false, 9));
+  feed.add(call(v1::API_KIND_MEMCPY, 1, ms(1) + us(20), ms(493) + us(10), 2, true, 9));
+  DeviceActivityEvent copy = copyAt(ms(493), ms(493) + us(2), 2, v1::MEMORY_KIND_PAGEABLE);
+  copy.stream = 9;
+  copy.bytes = 60;
+  feed.add(copy);
+  const CopyWait& w = feed.run().devices[0].longest_copy_wait;
+  CHECK(w.wait_ns >= ms(491));
+  CHECK(w.copy_enter_ns == ms(1) + us(20));
+  CHECK(w.stream_wait_ns == ms(1) + us(10));
+  CHECK(w.bytes == 60);
+  CHECK(w.thread_id == 1);
+  CHECK_FALSE(w.event_record_seen);
+}
+
+TEST_CASE("a copy behind a stream wait names the latest event record before the wait") {
+  EngineFeed feed;
+  feed.add(launch(1, us(0), us(5), 1)).add(kernelAt(us(10), ms(1), 1));
+  feed.add(call(v1::API_KIND_EVENT_RECORD, 2, us(400), us(402), 0, false, 4));
+  feed.add(call(v1::API_KIND_STREAM_WAIT_EVENT, 1, ms(1) + us(10), ms(1) + us(12), 0, false, 9));
+  feed.add(call(v1::API_KIND_MEMCPY, 1, ms(1) + us(20), ms(493) + us(10), 2, true, 9));
+  DeviceActivityEvent copy = copyAt(ms(493), ms(493) + us(2), 2, v1::MEMORY_KIND_PAGEABLE);
+  copy.stream = 9;
+  feed.add(copy);
+  const CopyWait& w = feed.run().devices[0].longest_copy_wait;
+  CHECK(w.wait_ns >= ms(491));
+  CHECK(w.event_record_seen);
+  CHECK(w.event_record_ns == us(400));
+  CHECK(w.event_record_thread == 2);
+}
+
+TEST_CASE("a copy queued behind a launch that came after the stream wait did not wait for the event") {
+  // wait, launch, copy on one stream: the copy is queued behind the launch, not right behind the
+  // wait, so nothing says the wait is what held it.
+  EngineFeed feed;
+  feed.add(launch(1, us(0), us(5), 1)).add(kernelAt(us(10), ms(1), 1));
+  feed.add(call(v1::API_KIND_STREAM_WAIT_EVENT, 1, ms(1) + us(10), ms(1) + us(12), 0, false, 9));
+  feed.add(call(v1::API_KIND_LAUNCH, 1, ms(1) + us(14), ms(1) + us(18), 3, false, 9));
+  feed.add(call(v1::API_KIND_MEMCPY, 1, ms(1) + us(20), ms(493) + us(10), 2, true, 9));
+  DeviceActivityEvent copy = copyAt(ms(493), ms(493) + us(2), 2, v1::MEMORY_KIND_PAGEABLE);
+  copy.stream = 9;
+  feed.add(copy);
+  const ProcessAnalysis a = feed.run();
+  CHECK(a.devices[0].copy_waits == 0);
+  CHECK(a.devices[0].longest_copy_wait.wait_ns == 0);
 }

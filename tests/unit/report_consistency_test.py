@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 HOST_PARTS = {"input_pipeline": "input_pipeline", "framework_overhead": "framework", "host_other": "other",
               "host_unknown": "unknown"}
@@ -115,9 +116,18 @@ def check_finding(where, p, f):
             by_cause = after.get("by_cause") or {}
             by_part = after.get("host_cpu_by_part") or {}
             pool += by_cause.get("host_cpu", 0) - by_part.get("input_pipeline", 0) + by_cause.get("launch_overhead", 0)
-        if f["idle_ns"] > pool + SLACK_NS:
+        # A storm also holds the idle inside its sync calls (cuda_api) and, when its blocking copies
+        # are reads of values, theirs (sync_copy): each within its cause.
+        numbers = f.get("numbers") or {}
+        by_cause = p.get("idle_by_cause") or {}
+        in_calls, in_reads = numbers.get("sync_storm_in_sync_calls_ns", 0), numbers.get("sync_storm_in_reads_ns", 0)
+        if in_calls > by_cause.get("cuda_api", 0) + SLACK_NS or in_reads > by_cause.get("sync_copy", 0) + SLACK_NS:
+            failures.append(f"{where}: the storm takes {in_calls} ns of cuda_api and {in_reads} ns of sync_copy, "
+                            f"more than they hold ({by_cause.get('cuda_api', 0)}, {by_cause.get('sync_copy', 0)})")
+        if f["idle_ns"] > pool + in_calls + in_reads + SLACK_NS:
             failures.append(f"{where}: sync_points explains {f['idle_ns']} ns, but after-sync host and launch time "
-                            f"outside the data loader is {pool} ns")
+                            f"outside the data loader is {pool} ns (and the storm's sync calls and reads "
+                            f"{in_calls + in_reads} ns)")
     # Each finding within its class (docs/analysis.md, "Each finding within its class"): launch
     # overhead is the short gaps' (under 1.024 ms) and no more than they add up to; the first pass
     # no more than its windows' idle, and a steady-state finding no more than the steady state's.
@@ -215,6 +225,13 @@ def inputs(repo_root):
                                                if n.endswith(".json.gz")]))
     else:
         print(f"note: no shared traces at {os.path.normpath(shared)}: goldens and corpus only")
+    # The expert's patterns (issue 35), generated: each alone, and the 8 ranks together.
+    patterns = tempfile.mkdtemp(prefix="gw-patterns-")
+    subprocess.run([sys.executable, os.path.join(repo_root, "tests", "data", "kineto-patterns", "make_patterns.py"),
+                    patterns], check=True, capture_output=True, timeout=300)
+    runs += [(f"pattern {n}", [os.path.join(patterns, n)]) for n in sorted(os.listdir(patterns)) if n.endswith(".json.gz")]
+    ranks = os.path.join(patterns, "all_to_all_8_ranks")
+    runs.append(("pattern all_to_all_8_ranks", [os.path.join(ranks, n) for n in sorted(os.listdir(ranks))]))
     # Two runs' recordings given together (the README's `gapwatch report gapwatch-*.gwt`).
     runs.append(("two runs together", [os.path.join(golden, "data-bound.gwt"), os.path.join(golden, "healthy.gwt")]))
     return runs

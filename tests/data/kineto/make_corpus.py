@@ -138,7 +138,7 @@ class Trace:
         self.cpu.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": self.pid, "tid": self.tid,
                          "ts": self.t(start), "dur": self.d(max(end - start, 1)), "args": {}})
 
-    def write(self, name):
+    def write(self, name, directory=HERE):
         for number, (start, end) in enumerate(self.steps):
             self.cpu.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{number + 3}",
                              "pid": self.pid, "tid": self.tid, "ts": self.t(start), "dur": self.d(end - start),
@@ -154,7 +154,7 @@ class Trace:
         if self.ns:
             trace["baseTimeNanoseconds"] = 1_733_400_000_000_000_000 - self.t0 * 1000
         data = json.dumps(trace).encode()
-        with open(os.path.join(HERE, name + ".json.gz"), "wb") as f:
+        with open(os.path.join(directory, name + ".json.gz"), "wb") as f:
             with gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as z:
                 z.write(data)
 
