@@ -163,9 +163,10 @@ struct IdleGap {  // one of the longest gaps, for the report
 };
 
 // The longest blocking copy that waited behind a stream wait (DeviceAnalysis::copy_wait_ns), with
-// what the recording shows of what it waited for. No trace names the event a wait is on, so the
-// event record named is the latest event record call in the window before the wait; none means
-// the event was recorded before the window (or by a process the trace does not hold).
+// what the recording shows of what it waited for. Where the source names the wait's event (a
+// trace's cuda_sync record: event_named), the event record is that one; else it is the latest
+// event record call in the window before the wait. No record call in the window means the event
+// was recorded before the window (or by a process the trace does not hold).
 struct CopyWait {
   uint64_t wait_ns = 0;  // the copy call's time in the gap, moved from sync_copy to dependency
   uint64_t copy_enter_ns = 0;
@@ -176,7 +177,10 @@ struct CopyWait {
   uint64_t stream_wait_ns = 0;  // when the stream-wait call that queued before it was made
   uint32_t wait_api_name_id = 0;
   std::string wait_api_name;
-  bool event_record_seen = false;  // an event record call in the window before the wait
+  bool event_named = false;  // the source named the wait's event: its record's correlation id and stream
+  uint64_t event_record_correlation_id = 0;
+  uint64_t event_record_stream = 0;  // 0: not known
+  bool event_record_seen = false;  // the record call (named, or the latest before the wait) is in the window
   uint64_t event_record_ns = 0;
   uint32_t event_record_thread = 0;
   uint32_t event_record_api_name_id = 0;

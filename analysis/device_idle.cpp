@@ -59,6 +59,10 @@ void DeviceIdleStage::begin(const RecordingFacts& facts) { facts_ = facts; }
 void DeviceIdleStage::noteStreamOrder(const ApiCallEvent& call) {
   if (call.kind == v1::API_KIND_EVENT_RECORD) {
     last_event_record_ = EventRecordCall{call.start_ns, call.thread_id, call.api_name_id};
+    if (call.correlation_id != 0) {
+      if (event_record_calls_.size() >= kMaxCopiesAfterWait) event_record_calls_.clear();
+      event_record_calls_[call.correlation_id] = *last_event_record_;
+    }
     return;
   }
   const CallCategory category = categorizeCall(call);
@@ -70,7 +74,7 @@ void DeviceIdleStage::noteStreamOrder(const ApiCallEvent& call) {
     if (copies_after_wait_.size() >= kMaxCopiesAfterWait) copies_after_wait_.clear();
     copies_after_wait_[call.correlation_id] = last;
   }
-  last = OrderedCall{call.kind, call.stream, call.start_ns, call.api_name_id,
+  last = OrderedCall{call.kind, call.stream, call.start_ns, call.correlation_id, call.api_name_id,
                      call.kind == v1::API_KIND_STREAM_WAIT_EVENT ? last_event_record_ : std::nullopt};
 }
 
@@ -566,7 +570,18 @@ void DeviceIdleStage::attribute(DeviceState& device, IdleGap& gap, const DeviceA
             longest.copy_api_name_id = call->api_name_id;
             longest.stream_wait_ns = wait->second.start_ns;
             longest.wait_api_name_id = wait->second.api_name_id;
-            if (const auto& record = wait->second.record_before) {
+            std::optional<EventRecordCall> record = wait->second.record_before;
+            const auto named = wait->second.correlation_id != 0 ? wait_events_.find(wait->second.correlation_id)
+                                                                : wait_events_.end();
+            if (named != wait_events_.end()) {
+              // The source named the event: its record, in the window or not, not the latest one.
+              longest.event_named = true;
+              longest.event_record_correlation_id = named->second.record_correlation_id;
+              longest.event_record_stream = named->second.stream;
+              const auto found = event_record_calls_.find(named->second.record_correlation_id);
+              record = found != event_record_calls_.end() ? std::optional<EventRecordCall>(found->second) : std::nullopt;
+            }
+            if (record) {
               longest.event_record_seen = true;
               longest.event_record_ns = record->start_ns;
               longest.event_record_thread = record->thread_id;
@@ -859,6 +874,12 @@ void DeviceIdleStage::noteFinisher(DeviceState& device, const DeviceActivityEven
 }
 
 void DeviceIdleStage::noteSyncRecord(const DeviceActivityEvent& record) {
+  if (record.sync_kind == v1::SYNC_KIND_STREAM_WAIT_EVENT && record.correlation_id != 0 &&
+      record.event_record_correlation_id != 0) {
+    if (wait_events_.size() >= kMaxCopiesAfterWait) wait_events_.clear();
+    wait_events_[record.correlation_id] = {record.event_record_correlation_id, record.event_record_stream};
+    return;
+  }
   // CUPTI's SYNCHRONIZATION record of a stream sync names the stream the call did not record.
   if (record.sync_kind != v1::SYNC_KIND_STREAM_SYNCHRONIZE || record.correlation_id == 0) return;
   for (auto it = blocked_calls_.rbegin(); it != blocked_calls_.rend(); ++it) {

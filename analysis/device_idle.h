@@ -331,6 +331,7 @@ class DeviceIdleStage final : public AnalysisStage {
     v1::ApiKind kind = v1::API_KIND_UNSPECIFIED;
     uint64_t stream = 0;
     uint64_t start_ns = 0;
+    uint64_t correlation_id = 0;
     uint32_t api_name_id = 0;
     std::optional<EventRecordCall> record_before;  // a stream wait: the latest event record before it
   };
@@ -339,6 +340,15 @@ class DeviceIdleStage final : public AnalysisStage {
   // Copy correlation id -> the stream wait it was queued behind; erased as the copy's record
   // arrives, and cleared whole past kMaxCopiesAfterWait (records dropped by the recorder).
   std::unordered_map<uint64_t, OrderedCall> copies_after_wait_;
+  // Where the source names a wait's event (DeviceActivityEvent::event_record_correlation_id): the
+  // wait call's correlation id -> the record's id and stream, and the record calls by id. Both
+  // cleared whole past kMaxCopiesAfterWait: a wait whose names were dropped keeps the latest record.
+  struct NamedEvent {
+    uint64_t record_correlation_id = 0;
+    uint64_t stream = 0;
+  };
+  std::unordered_map<uint64_t, NamedEvent> wait_events_;
+  std::unordered_map<uint64_t, EventRecordCall> event_record_calls_;
   static constexpr std::size_t kMaxCopiesAfterWait = 4096;
   std::array<std::unordered_map<uint64_t, uint64_t>, kSyncPointKindCount> idle_after_sync_by_site_;
   std::vector<HostReturnSite> longHostGapSites(uint32_t device) const;

@@ -771,16 +771,31 @@ Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x) {
                        formatDuration(w.wait_ns) + " of it waiting, queued right after " +
                        named(w.wait_api_name, "a stream wait") + " at " + at(w.stream_wait_ns);
     f.evidence("longest", copy);
-    f.evidence("the event it waited for",
-               w.event_record_seen
-                   ? "not named by the trace (no trace says which event a wait is on); the latest event record "
-                     "before the wait was " + named(w.event_record_api_name, "an event record") + " at " +
-                         at(w.event_record_ns) + " on thread " + std::to_string(w.event_record_thread) +
-                         ": the work queued before that record, on its stream, is what the copy most likely waited for"
-                   : "recorded before the window: no event record call in the trace comes before the wait, so the "
-                     "work the copy waited for was queued before the profiler started (or by another process)");
+    std::string event;
+    const std::string record = named(w.event_record_api_name, "an event record") + " at " + at(w.event_record_ns) +
+                               " on thread " + std::to_string(w.event_record_thread);
+    const std::string stream = w.event_record_stream != 0 ? ", on stream " + std::to_string(w.event_record_stream) : "";
+    if (w.event_named && w.event_record_seen) {
+      event = "recorded by " + record + stream + " (correlation " + std::to_string(w.event_record_correlation_id) +
+              ", as the trace's stream-wait record names it): the copy waited for the work queued before it" +
+              (stream.empty() ? std::string() : " on that stream");
+    } else if (w.event_named) {
+      event = "recorded before the window: the trace's stream-wait record names its record (correlation " +
+              std::to_string(w.event_record_correlation_id) + stream +
+              "), which is not among the trace's calls, so the work the copy waited for was queued before the "
+              "profiler started";
+    } else if (w.event_record_seen) {
+      event = "not named by the trace (its calls do not say which event a wait is on; a PyTorch profiler trace "
+              "written with enable_cuda_sync_events does); the latest event record before the wait was " + record +
+              ": the work queued before it, on its stream, is what the copy most likely waited for";
+    } else {
+      event = "recorded before the window: no event record call in the trace comes before the wait, so the work "
+              "the copy waited for was queued before the profiler started (or by another process)";
+    }
+    f.evidence("the event it waited for", event);
     f.number("copy_wait_longest_ns", static_cast<double>(w.wait_ns));
     f.number("copy_wait_event_record_in_window", w.event_record_seen ? 1.0 : 0.0);
+    f.number("copy_wait_event_named", w.event_named ? 1.0 : 0.0);
   }
   f.number("hta_other_ns", static_cast<double>(other));
   if (copy_wait * 2 >= x.dependency_ns && copy_waits > 0) {
@@ -788,7 +803,7 @@ Finding dependency(const ProcessAnalysis& p, const IdleExplanation& x) {
                       "not shorten it. Find the work the event stands for (a side stream's prefetch or compute, ") +
           (longest && !longest->longest_copy_wait.event_record_seen
                ? "here queued before the profiler's window: start the window earlier to see it"
-               : "the work before the event record named above") +
+               : "the work queued before the event record named above") +
           ") and start it earlier, or move the copy (and the wait) out of the step.");
   } else {
     f.fix("Start what the step waits for earlier: prefetch the next batch on a side stream, record its event "

@@ -82,6 +82,8 @@ v1::EventBatch encodeEventBatch(const DecodedBatch& in) {
     a->set_dst_memory(e.dst_memory);
     a->set_graph_id(e.graph_id);
     a->set_sync_kind(e.sync_kind);
+    a->set_event_record_correlation_id(e.event_record_correlation_id);
+    a->set_event_record_stream(e.event_record_stream);
   }
   DeltaWriter nccl(in.base_time_ns);
   for (const NcclCallEvent& e : in.nccl_calls) {

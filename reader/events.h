@@ -53,6 +53,10 @@ struct DeviceActivityEvent {
   v1::MemoryKind dst_memory = v1::MEMORY_KIND_UNSPECIFIED;
   uint32_t graph_id = 0;
   v1::SyncKind sync_kind = v1::SYNC_KIND_UNSPECIFIED;
+  // A wait's event, where the source names it (events.proto): the recording call's correlation id
+  // (0: not known) and its stream (0: not known).
+  uint64_t event_record_correlation_id = 0;
+  uint64_t event_record_stream = 0;
 
   bool operator==(const DeviceActivityEvent&) const = default;
 };

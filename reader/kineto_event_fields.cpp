@@ -83,6 +83,10 @@ std::optional<std::string> parseArgs(od::object args, TraceEventFields& raw, uin
       GW_TRY(rawNumber(v, raw.cbid, index, "args.cbid"));
     } else if (key == "device") {
       GW_TRY(rawNumber(v, raw.device, index, "args.device"));
+    } else if (key == "wait_on_cuda_event_record_corr_id" && raw.category == Category::kSync) {
+      GW_TRY(rawNumber(v, raw.wait_on_correlation, index, "args.wait_on_cuda_event_record_corr_id"));
+    } else if (key == "wait_on_stream" && raw.category == Category::kSync) {
+      GW_TRY(rawNumber(v, raw.wait_on_stream, index, "args.wait_on_stream"));
     } else if (key == "cuda_sync_kind") {
       GW_TRY(optionalString(v, raw.sync_kind, index, "args.cuda_sync_kind"));
     } else if (key == "name") {

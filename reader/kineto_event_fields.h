@@ -33,6 +33,9 @@ struct TraceEventFields {
   bool has_ph = false, has_cat = false;
   Category category = Category::kSkip;
   RawNumber ts, dur, correlation, stream, bytes, cbid, device;
+  // A cuda_sync record's event (Kineto writes them with enable_cuda_sync_events): the recording
+  // call's correlation id and its stream, -1 where unknown.
+  RawNumber wait_on_correlation, wait_on_stream;
   bool has_pid = false, has_tid = false;
   int64_t pid = 0, tid = 0;
   std::string_view tid_text;  // a tid given as a string

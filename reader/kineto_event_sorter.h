@@ -39,6 +39,7 @@ struct PendingEvent {
   uint64_t ts_ns = 0, end_ns = 0;
   uint64_t index = 0;  // the element's index in traceEvents: errors and the last tie-break
   int64_t correlation = 0, stream = 0, bytes = 0, cbid = 0, device = 0, pid = 0, tid = 0;
+  int64_t wait_on_correlation = -1, wait_on_stream = -1;  // a cuda_sync record's event; -1 not given
   uint32_t name = 0, tid_text = 0, sync_kind = 0;
   uint32_t comms = 0;  // 1 + index of record_param_comms' args in the reader's side table; 0 none
   Category category = Category::kSkip;

@@ -244,6 +244,11 @@ class TraceReader {
     has = false;
     GW_TRY(intField(raw.device, e.device, has, index, "args.device"));
     if (has) e.flags |= PendingEvent::kHasDevice;
+    if (category == Category::kSync) {
+      // Kineto writes -1 for "not known"; a value that is not a number is refused like any field.
+      GW_TRY(intField(raw.wait_on_correlation, e.wait_on_correlation, has, index, "args.wait_on_cuda_event_record_corr_id"));
+      GW_TRY(intField(raw.wait_on_stream, e.wait_on_stream, has, index, "args.wait_on_stream"));
+    }
     e.ts_ns = ts;
     e.end_ns = eventEnd(ts, dur);
     e.index = index;
@@ -392,6 +397,11 @@ class TraceReader {
         } else {
           a.kind = v1::ACTIVITY_KIND_SYNC;
           a.sync_kind = syncKindFromName(e.sync_kind == 0 ? name : textOf(e.sync_kind));
+          // Kineto writes -1 where it does not know; CUPTI numbers streams from 1 on.
+          if (e.wait_on_correlation > 0) {
+            a.event_record_correlation_id = static_cast<uint64_t>(e.wait_on_correlation);
+            a.event_record_stream = e.wait_on_stream > 0 ? static_cast<uint64_t>(e.wait_on_stream) : 0;
+          }
           ++result_.counts.syncs;
         }
         return feed_.activity(a);

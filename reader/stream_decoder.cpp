@@ -217,7 +217,7 @@ static_assert(allSingularVarints(wire::ApiCall::kFields) && allSingularVarints(w
                   allSingularVarints(wire::NcclCall::kFields) && allSingularVarints(wire::Marker::kFields) &&
                   allSingularVarints(wire::DropCounter::kFields) && allSingularVarints(wire::PythonSample::kFields),
               "the fast path reads event messages as varint fields only");
-static_assert(wire::ApiCall::kFieldCount == 18 && wire::DeviceActivity::kFieldCount == 13 &&
+static_assert(wire::ApiCall::kFieldCount == 18 && wire::DeviceActivity::kFieldCount == 15 &&
                   wire::NcclCall::kFieldCount == 14 && wire::Marker::kFieldCount == 5 &&
                   wire::DropCounter::kFieldCount == 3 && wire::StringDef::kFieldCount == 3 &&
                   wire::PythonSample::kFieldCount == 4 && wire::EventBatch::kFieldCount == 11,
@@ -371,6 +371,10 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
             case f::kDstMemory: e.dst_memory = asEnum<v1::MemoryKind, f::kDstMemoryField>(v); return true;
             case f::kGraphId: e.graph_id = asUint32<f::kGraphIdField>(v); return true;
             case f::kSyncKind: e.sync_kind = asEnum<v1::SyncKind, f::kSyncKindField>(v); return true;
+            case f::kEventRecordCorrelationId:
+              e.event_record_correlation_id = asUint64<f::kEventRecordCorrelationIdField>(v);
+              return true;
+            case f::kEventRecordStream: e.event_record_stream = asUint64<f::kEventRecordStreamField>(v); return true;
             default: return false;
           }
         });
@@ -602,6 +606,8 @@ void StreamDecoder::decodeBatch(const v1::EventBatch& in, uint64_t offset) {
     e.dst_memory = a.dst_memory();
     e.graph_id = a.graph_id();
     e.sync_kind = a.sync_kind();
+    e.event_record_correlation_id = a.event_record_correlation_id();
+    e.event_record_stream = a.event_record_stream();
   }
 
   out.nccl_calls.clear();

@@ -77,6 +77,22 @@ def copy_behind_stream_wait(gapwatch, out):
     return failures
 
 
+def copy_behind_named_event(gapwatch, out):
+    """The trace's stream-wait record names the event: the dependency names its record call and the
+    stream it was recorded on, not a guess."""
+    p = report(gapwatch, [os.path.join(out, "copy_behind_named_event.json.gz")])["processes"][0]
+    if ids(p)[:1] != ["dependency"]:
+        return [f"first finding {ids(p)[:1]}, not dependency; verdict {p['verdict']!r}"]
+    f = p["findings"][0]
+    failures = []
+    event = evidence(f, "the event it waited for")
+    if "cudaEventRecord" not in event or "on stream 20" not in event or "names it" not in event:
+        failures.append(f"the named event's record and stream are not given: {event!r}")
+    if number(f, "copy_wait_event_named") != 1:
+        failures.append(f"copy_wait_event_named is {number(f, 'copy_wait_event_named')}")
+    return failures
+
+
 def all_to_all_8_ranks(gapwatch, out):
     """Rank 7 late to every all_to_all: the job's finding names it, and rank 0 (busy in NCCL kernels
     that waited) is told it waits for rank 7, not that communication is its bottleneck."""
@@ -143,7 +159,8 @@ def compiled_region_host(gapwatch, out):
     return failures
 
 
-PATTERNS = [first_pass_fp32_gemm, copy_behind_stream_wait, all_to_all_8_ranks, sync_storm, compiled_region_host]
+PATTERNS = [first_pass_fp32_gemm, copy_behind_stream_wait, copy_behind_named_event, all_to_all_8_ranks, sync_storm,
+            compiled_region_host]
 
 
 def main(argv):

@@ -107,6 +107,8 @@ std::vector<DeviceActivityEvent> decodeActivities(const v1::EventBatch& batch) {
     a.dst_memory = in.dst_memory();
     a.graph_id = in.graph_id();
     a.sync_kind = in.sync_kind();
+    a.event_record_correlation_id = in.event_record_correlation_id();
+    a.event_record_stream = in.event_record_stream();
     acts.push_back(a);
   }
   return acts;

@@ -168,6 +168,11 @@ TEST_CASE("events of several batches decode to exactly what the recorder encoded
           test::kernel(static_cast<uint32_t>(random() % 2), random() % 4, t, t + random() % 50'000,
                        random() % 5000, static_cast<uint32_t>(random() % 10));
       activity.graph_id = static_cast<uint32_t>(random() % 3);
+      // A wait's named event (a trace's cuda_sync record), now and then.
+      if (random() % 4 == 0) {
+        activity.event_record_correlation_id = random() % 5000;
+        activity.event_record_stream = random() % 30;
+      }
       batch.activities.push_back(activity);
       NcclCallEvent nccl;
       nccl.op = v1::NCCL_OP_ALL_REDUCE;

@@ -9,6 +9,9 @@ gapwatch (issue 35), each with the verdict it must get (tests/unit/kineto_patter
 - copy_behind_stream_wait: on ROCm, a 60-byte host-to-device hipMemcpyWithStream held 493 ms right
   after a hipStreamWaitEvent whose event no call in the trace recorded (work from before the
   window): a dependency, not a copy to pin nor a one-time stall;
+- copy_behind_named_event: the same on CUDA, two pipeline stages on two GPUs of one process, with the
+  trace's "Stream Wait Event" record (enable_cuda_sync_events) naming the event's record call and
+  stream: the dependency names them;
 - all_to_all_8_ranks/rank-N: a mixture-of-experts step on 8 ranks, two all_to_alls per layer, rank 7
   reaching each about 2 ms after the others (its expert routing is slower); every rank's SendRecv
   kernel ends when rank 7's data arrives, so rank 0's run ~2 ms and rank 7's ~10 us: rank 0 is
@@ -95,6 +98,39 @@ def copy_behind_stream_wait(out):
         t.copy("Memcpy DtoH (Device -> Host)", "hipMemcpyWithStream", 0, 3, 4, blocking=True)
         t.step_end()
     t.write("copy_behind_stream_wait", out)
+
+
+def copy_behind_named_event(out):
+    # Pipeline stages on two GPUs of one process: device 0's stream waits for an event recorded on
+    # device 1's stream 20 after a 400 ms stage, then a small copy on it blocks until then. The trace
+    # was written with enable_cuda_sync_events: its "Stream Wait Event" record names the event's
+    # record call (wait_on_cuda_event_record_corr_id) and stream (wait_on_stream).
+    t = Trace(36, "NVIDIA H100 80GB HBM3", compute=(9, 0))
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
+    for step in range(5):
+        t.step_begin()
+        t.host += t.rng.uniform(100, 300)
+        for layer in range(10):
+            t.launch(gemm, 7, t.rng.uniform(200, 400))
+            t.host += t.rng.uniform(5, 15)
+        start, corr = t.call("cudaLaunchKernel", 6)
+        stage = 400_000 if step == 2 else t.rng.uniform(1_000, 2_000)
+        stage_end = t.record("kernel", gemm, 20, stage, start + 3, corr, {"device": 1})
+        _, record = t.call("cudaEventRecord", 3)
+        _, wait = t.call("cudaStreamWaitEvent", 3)
+        t.dev.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7,
+                      "ts": t.t(t.host - 3), "dur": t.d(1),
+                      "args": {"cuda_sync_kind": "Stream Wait Event", "stream": 7, "device": 0, "correlation": wait,
+                               "wait_on_stream": 20, "wait_on_cuda_event_record_corr_id": record,
+                               "wait_on_cuda_event_id": 5}})
+        start, corr = t.call("cudaMemcpy", 6)
+        end = t.record("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 7, 2, max(start + 3, stage_end + 2), corr,
+                       {"bytes": 256})
+        t.dev[max(i for i, e in enumerate(t.dev) if e["cat"] == "cuda_runtime")]["dur"] = t.d(end + 1 - start)
+        t.host = end + 1
+        t.sync("cudaStreamSynchronize", 7)
+        t.step_end()
+    t.write("copy_behind_named_event", out)
 
 
 def all_to_all_8_ranks(out):
@@ -205,7 +241,8 @@ def compiled_region_host(out):
     t.write("compiled_region_host", out)
 
 
-PATTERNS = [first_pass_fp32_gemm, copy_behind_stream_wait, all_to_all_8_ranks, sync_storm, compiled_region_host]
+PATTERNS = [first_pass_fp32_gemm, copy_behind_stream_wait, copy_behind_named_event, all_to_all_8_ranks, sync_storm,
+            compiled_region_host]
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
