@@ -761,12 +761,21 @@ std::string verdictWithoutLosses(const ProcessAnalysis& process) {
   }
   if (process.bottleneck) return text + "; " + process.bottleneck->title;
   // The overall ceiling, beside the finding the verdict names (a run with no finding has little to win).
-  const std::string ceiling =
+  std::string ceiling =
       steady_window > steady_idle && steady_idle * 20 >= steady_window
           ? "; up to " + findings::formatSpeedup(static_cast<double>(steady_window) /
                                                  static_cast<double>(steady_window - steady_idle)) +
                 " faster if the GPU never waited"
           : std::string();
+  // In a step's terms, where the run has steps enough for medians: a typical step's length and
+  // about how much of it is GPU work (the step's floor if the GPU never waited). The median step
+  // and the median idle fraction need not be one step's, hence "about".
+  const StepStats& steps = process.steps;
+  if (!ceiling.empty() && steps.steps >= 3 && steps.median_ns > 0 && steps.median_idle_fraction < 1) {
+    const double work = static_cast<double>(steps.median_ns) * (1.0 - steps.median_idle_fraction);
+    ceiling += " (a typical step: " + formatDuration(steps.median_ns) + ", about " +
+               formatDuration(static_cast<uint64_t>(work)) + " of it GPU work)";
+  }
   for (const Finding& f : process.findings) {
     if (f.idle_ns == 0 || f.id == kFindingFirstPass) continue;
     return text + "; " + formatWholePercent(ratio(static_cast<double>(f.idle_ns), static_cast<double>(steady_idle))) +
