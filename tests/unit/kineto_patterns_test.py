@@ -52,6 +52,12 @@ def first_pass_fp32_gemm(gapwatch, out):
         failures.append(f"the one-time evidence does not name lazy loading and library set-up: {one_time!r}")
     if "CUDA_MODULE_LOADING=EAGER" not in fp.get("fix", ""):
         failures.append("the first pass's fix does not name CUDA_MODULE_LOADING=EAGER")
+    # The terminal's start-up line points at the first pass rather than saying only "not in trace".
+    text = subprocess.run([gapwatch, "report", os.path.join(out, "first_pass_fp32_gemm.json.gz")],
+                          capture_output=True, text=True, timeout=600).stdout
+    startup = [line for line in text.splitlines() if line.startswith("start-up")]
+    if not startup or "first pass" not in startup[0]:
+        failures.append(f"the start-up line does not name the first pass: {startup}")
     return failures
 
 
