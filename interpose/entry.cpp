@@ -80,6 +80,7 @@ void on_process_exit(int status, void*) {
 void on_fork_child() {
   if (g_start_attempted.load(std::memory_order_acquire) || g_threads_starting.load(std::memory_order_acquire) != 0) {
     g_in_forked_child = true;
+    g_start_attempted.store(true, std::memory_order_release);  // nothing left to start in the child
     if (Recorder* recorder = Recorder::active()) recorder->abandon_in_child();
     else Recorder::close_sink_in_child();  // a start in progress at the fork may have opened it
     return;
@@ -99,6 +100,10 @@ void ensure_started() {
   static std::mutex mu;
   if (t_starting) return;
   if (g_start_attempted.load(std::memory_order_acquire)) return;
+  // A child forked while a start was in progress records nothing, and must not take the lock:
+  // the thread that held it at the fork is not in this process, so it is never released (the
+  // child once blocked forever at its first CUDA call). Checked before the lock, not after.
+  if (g_in_forked_child) return;
   struct Counted {
     Counted() { g_threads_starting.fetch_add(1, std::memory_order_acq_rel); }
     ~Counted() { g_threads_starting.fetch_sub(1, std::memory_order_acq_rel); }

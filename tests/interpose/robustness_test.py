@@ -2,6 +2,7 @@
 an unwritable directory, a full disk, an overflowing ring, a collector that is absent or dies, a
 CUPTI that is missing or held by another tool, forks while threads launch, and SIGKILL (the
 recording then reads up to its last whole frame)."""
+import ctypes.util
 import glob
 import json
 import os
@@ -121,6 +122,20 @@ class Robustness(unittest.TestCase):
             self.assertIn("failures=0", r.stdout)
             self.assertEqual(len(glob.glob(os.path.join(d, "*.gwt"))), 1)  # the parent's only
             self.assertEqual(len(self.gapwatch_lines(r.stderr)), 1, r.stderr)
+
+    def test_a_child_forked_during_the_start_does_not_wait_for_it(self):
+        # The parent's start is held open 1.5 s (in CUPTI's subscribe); the fork comes 0.3 s in,
+        # while the start holds its lock; the child's own first CUDA call must come back. The
+        # margins are wide for a loaded machine: the start runs well past the fork however slowly
+        # the thread is scheduled (issue 36: before the fix the child waited forever).
+        probe = os.path.join(gwtest.BUILD, "bin", "forks_while_starting")
+        libm = ctypes.util.find_library("m")
+        with tempfile.TemporaryDirectory() as d:
+            env = gwtest.gapwatch_env("preload", d + "/", {"SIMCUDA_CUPTI_SUBSCRIBE_DELAY_MS": "1500",
+                                                           "CUDA_INJECTION64_PATH": libm})
+            r = gwtest.run([probe, "300"], env, timeout=120, cwd=d)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("child exited 0", r.stdout)
 
     # At least 30 s of training steps (15 ms of host sleep each): it is killed as soon as its
     # recording has a batch in it, long before it could end.

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -432,6 +433,11 @@ CUPTI_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** s
 SUBSCRIBE_V2_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* handle, CUpti_CallbackFunc callback, void* userdata,
                                            CUpti_SubscriberParams* params) {
   if (!handle || !callback) return CUPTI_ERROR_INVALID_PARAMETER;
+  // A subscribe that takes its time (a real libcupti's first one loads its tables): holds a tool's
+  // start open for as long, for tests of what happens meanwhile (a fork).
+  if (const char* delay = getenv("SIMCUDA_CUPTI_SUBSCRIBE_DELAY_MS"); delay && atoi(delay) > 0) {
+    usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
+  }
   std::lock_guard<std::mutex> lock(g_subscribe_mu);
   // A libcupti that does not belong to the process's driver says no more than this: the toolkit's
   // real one, loaded beside this simulated driver, did (the case gapwatch's message must explain).
