@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include <gapwatch/default_socket.h>
 #include <gapwatch/write_all.h>
 
 namespace gapwatch {
@@ -54,9 +55,12 @@ bool OutputSink::connect_socket(const std::string& path, const std::string& fall
     return false;
   }
   // The collector must be this user's: a socket someone else made in a place we looked is not.
+  // "This user" is the effective uid, the collector's own rule (it accepts a peer whose
+  // SO_PEERCRED uid is its effective uid) and default_socket_owner()'s: a setuid process, whose
+  // real uid differs, once refused the very collector that would accept it.
   ucred peer{};
   socklen_t len = sizeof peer;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != getuid()) {
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != default_socket_owner()) {
     ::close(fd);
     return false;
   }

@@ -29,7 +29,9 @@ inline std::string default_socket_dir() {
 
 inline std::string default_socket_path() { return default_socket_dir() + "/collector.sock"; }
 
-// Whose the socket's directory must be.
+// Whose the socket's directory must be, and whose the collector at the other end of a connection
+// (both sides check the peer's SO_PEERCRED uid against it: collector/collector.cpp and
+// interpose/output_sink.cpp).
 inline uid_t default_socket_owner() { return geteuid(); }
 
 }  // namespace gapwatch

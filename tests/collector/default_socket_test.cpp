@@ -15,6 +15,7 @@
 #include <string>
 
 #include "collector/socket_listener.h"
+#include "output_sink.h"
 #include "settings.h"
 
 namespace {
@@ -85,4 +86,30 @@ TEST_CASE("effective uid not the real uid: both use the effective one") {
   }
   // Real uid 0, effective uid another: as in a setuid program. No XDG_RUNTIME_DIR: /tmp/gapwatch-<uid>.
   CHECK(agree_in_child(nullptr, unused_uid()) == 0);
+}
+
+TEST_CASE("effective uid not the real uid: the library connects to its effective uid's collector") {
+  if (geteuid() != 0) {
+    WARN("not root: setresuid to another real uid needs root; case left out");
+    return;
+  }
+  // A collector of uid 0 listens; a process whose real uid is another and whose effective uid is
+  // 0 (a setuid program) connects: the collector would accept it, so the library must not refuse
+  // the collector (it once checked the peer against its real uid).
+  TempDir dir;
+  const std::string path = dir.path + "/collector.sock";
+  std::string error;
+  const int listener = gapwatch::collector::listenOnSocket(path, &error);
+  REQUIRE(listener >= 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setresuid(unused_uid(), 0, 0) != 0) _exit(3);
+    gapwatch::OutputSink sink;
+    _exit(sink.connect_socket(path, dir.path + "/fallback.gwt") ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ::close(listener);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
