@@ -73,6 +73,7 @@ void AnalysisPipeline::onHello(const v1::Hello& hello, uint64_t /*offset*/) {
   facts_.pid = hello.pid();
   facts_.rank = hello.has_rank() ? hello.rank() : -1;
   facts_.host = hello.host();
+  facts_.clock = hello.clock();
   // A trace begins with the profiler's window, not with the process: its first event is no start.
   facts_.process_start_ns = facts_.kineto_trace              ? 0
                             : hello.process_start_ns() != 0 ? hello.process_start_ns()

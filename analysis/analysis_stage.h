@@ -9,6 +9,8 @@
 #include "analysis/analysis_result.h"
 #include "analysis/time_ordered_consumer.h"
 
+#include <gapwatch/v1/stream.pb.h>
+
 #include <string>
 
 namespace gapwatch::analysis {
@@ -26,6 +28,7 @@ struct RecordingFacts {
   uint32_t pid = 0;
   int32_t rank = -1;
   std::string host;
+  v1::ClockDomain clock = v1::CLOCK_DOMAIN_UNSPECIFIED;  // Hello.clock: what every time is on
 };
 
 class AnalysisStage : public TimeOrderedConsumer {

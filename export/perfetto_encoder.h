@@ -31,6 +31,7 @@ inline constexpr uint32_t kTimestamp = 8;
 inline constexpr uint32_t kTrustedPacketSequenceId = 10;
 inline constexpr uint32_t kTrackEvent = 11;
 inline constexpr uint32_t kSequenceFlags = 13;
+inline constexpr uint32_t kTimestampClockId = 58;
 inline constexpr uint32_t kTrackDescriptor = 60;
 // TrackDescriptor
 inline constexpr uint32_t kTrackUuid = 1;
@@ -58,6 +59,12 @@ inline constexpr uint32_t kAnnotationUintValue = 3;
 inline constexpr uint32_t kAnnotationStringValue = 6;
 inline constexpr uint32_t kAnnotationName = 10;
 }  // namespace field
+
+// BuiltinClock (perfetto/common/builtin_clock.proto): TracePacket.timestamp_clock_id's values.
+inline constexpr uint32_t kBuiltinClockRealtime = 1;
+inline constexpr uint32_t kBuiltinClockMonotonic = 3;
+inline constexpr uint32_t kBuiltinClockMonotonicRaw = 4;
+inline constexpr uint32_t kBuiltinClockBoottime = 6;
 
 // TracePacket.sequence_flags: the first packet clears the sequence's (empty) incremental state,
 // the others say they belong to it, which trace processor wants of TrackEvent packets.

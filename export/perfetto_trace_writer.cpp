@@ -16,6 +16,7 @@ void PerfettoTraceWriter::writePacket(uint64_t time_ns, uint32_t payload_field, 
                                       bool timed) {
   packet_.clear();
   if (timed) pf::putVarint(packet_, fd::kTimestamp, time_ns);
+  if (timed && clock_id_ != 0) pf::putVarint(packet_, fd::kTimestampClockId, clock_id_);
   pf::putVarint(packet_, fd::kTrustedPacketSequenceId, 1);
   pf::putVarint(packet_, fd::kSequenceFlags,
                 first_packet_ ? pf::kSequenceIncrementalStateCleared : pf::kSequenceNeedsIncrementalState);
@@ -24,6 +25,23 @@ void PerfettoTraceWriter::writePacket(uint64_t time_ns, uint32_t payload_field, 
   nested_.clear();
   pf::putBytes(nested_, fd::kTracePacket, packet_);
   out_.write(nested_.data(), std::streamsize(nested_.size()));
+}
+
+void PerfettoTraceWriter::clock(v1::ClockDomain domain) {
+  // The recording's clock by Perfetto's name for it, so that the export lines up with a system
+  // trace taken at the same time (Perfetto converts between its builtin clocks; unnamed, it would
+  // read CLOCK_MONOTONIC times as BOOTTIME ones, off by the time the machine slept). A trace's own
+  // clock (CLOCK_DOMAIN_KINETO_US) is none of Perfetto's: left unnamed. One clock per file: the
+  // first process's (inputs of one export come from one machine's recordings).
+  if (clock_set_) return;
+  clock_set_ = true;
+  switch (domain) {
+    case v1::CLOCK_DOMAIN_MONOTONIC: clock_id_ = pf::kBuiltinClockMonotonic; break;
+    case v1::CLOCK_DOMAIN_MONOTONIC_RAW: clock_id_ = pf::kBuiltinClockMonotonicRaw; break;
+    case v1::CLOCK_DOMAIN_REALTIME: clock_id_ = pf::kBuiltinClockRealtime; break;
+    case v1::CLOCK_DOMAIN_BOOTTIME: clock_id_ = pf::kBuiltinClockBoottime; break;
+    default: clock_id_ = 0; break;
+  }
 }
 
 void PerfettoTraceWriter::process(uint64_t uuid, uint32_t pid, int32_t /*rank*/, const std::string& name) {

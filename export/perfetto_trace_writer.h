@@ -27,6 +27,7 @@ class PerfettoTraceWriter final : public TraceSink {
   explicit PerfettoTraceWriter(std::ostream& out);
 
   void process(uint64_t uuid, uint32_t pid, int32_t rank, const std::string& name) override;
+  void clock(v1::ClockDomain domain) override;
   void track(const TrackInfo& track) override;
   void slice(const Slice& slice) override;
   bool finish() override;
@@ -49,6 +50,10 @@ class PerfettoTraceWriter final : public TraceSink {
 
   std::ostream& out_;
   bool first_packet_ = true;
+  // Perfetto's BuiltinClock for every timed packet (TracePacket.timestamp_clock_id): the first
+  // process's clock; 0 writes none (Perfetto then assumes its trace clock, BOOTTIME).
+  uint32_t clock_id_ = 0;
+  bool clock_set_ = false;
   std::unordered_map<uint64_t, TrackLanes> tracks_;
   uint64_t next_lane_uuid_ = 1ull << 62;  // above every uuid the export stage gives
   std::string packet_;   // scratch, kept to avoid an allocation per packet

@@ -146,6 +146,7 @@ void TraceExportStage::ensureProcess() {
   if (used_pids_) used_pids_->insert(pid_);
   std::string name = facts_.rank >= 0 ? "rank " + std::to_string(facts_.rank) : fallback_name_;
   if (!facts_.host.empty()) name += " (" + facts_.host + ")";
+  sink_.clock(facts_.clock);
   sink_.process(process_uuid_, pid_, facts_.rank, name);
 }
 

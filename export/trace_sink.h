@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <gapwatch/v1/stream.pb.h>
+
 namespace gapwatch::exporter {
 
 // What a track holds; formats that have no tracks (Chrome JSON) map it to a pid/tid.
@@ -72,6 +74,9 @@ class TraceSink {
   virtual ~TraceSink() = default;
   // A process (one rank, one input file; rank -1 when not known); `name` says which.
   virtual void process(uint64_t uuid, uint32_t pid, int32_t rank, const std::string& name) = 0;
+  // The clock the process's times are on (its Hello's), before its first track; a format that can
+  // name it does (Perfetto), the others need not.
+  virtual void clock(v1::ClockDomain /*domain*/) {}
   virtual void track(const TrackInfo& track) = 0;
   virtual void slice(const Slice& slice) = 0;
   // No more slices: close what is open and end the file. False when writing failed.

@@ -67,10 +67,13 @@ def main():
     kernels = {}
     gaps = {}
     count = 0
+    clocks = set()  # timestamp_clock_id of the timed packets (0: none named)
     for raw in packets(data):
         count += 1
         packet = pb.TracePacket()
         packet.ParseFromString(raw)  # raises on bytes that do not fit Perfetto's schema
+        if packet.HasField("timestamp"):
+            clocks.add(packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else 0)
         if unknown_fields(packet):
             problems.append("packet %d: fields Perfetto's schema does not know: %s" % (count, unknown_fields(packet)))
         if not packet.HasField("trusted_packet_sequence_id"):
@@ -160,7 +163,8 @@ def main():
         busy[key] = total
     print(json.dumps({"packets": count, "problems": problems[:20], "busy_ns": busy, "kernels": kernels,
                       "idle_ns": gaps, "flows": len(flows_started),
-                      "flows_unended": len(flows_started - flows_ended), "tracks": len(tracks)}))
+                      "flows_unended": len(flows_started - flows_ended), "tracks": len(tracks),
+                      "clocks": sorted(clocks)}))
     return 1 if problems else 0
 
 

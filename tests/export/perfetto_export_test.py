@@ -30,7 +30,10 @@ class PerfettoExportTest(unittest.TestCase):
             with self.subTest(scenario=name), tempfile.TemporaryDirectory() as workdir:
                 recordings = export_trace.record(scenario, workdir)
                 self.assertTrue(recordings, "%s: no recording" % name)
-                self.check_export(name, recordings, workdir)
+                found = self.check_export(name, recordings, workdir)
+                # The recordings' clock is CLOCK_MONOTONIC: every timed packet names it (Perfetto's
+                # BUILTIN_CLOCK_MONOTONIC, 3), so the export lines up with a system trace.
+                self.assertEqual(found["clocks"], [3], "%s: timestamp_clock_id" % name)
 
     def test_one_recording_twice_is_two_processes(self):
         # Two ranks with one pid (two hosts) must stay two processes: here the same file twice.
@@ -47,7 +50,9 @@ class PerfettoExportTest(unittest.TestCase):
         for trace in traces:
             name = os.path.basename(trace)
             with self.subTest(trace=name), tempfile.TemporaryDirectory() as workdir:
-                self.check_export(name, [trace], workdir)
+                found = self.check_export(name, [trace], workdir)
+                # A trace's own clock is none of Perfetto's: no packet names one.
+                self.assertEqual(found["clocks"], [0], "%s: timestamp_clock_id" % name)
 
     def check_export(self, name, inputs, workdir):
         expected = export_trace.report_numbers(export_trace.report(inputs))
@@ -65,6 +70,7 @@ class PerfettoExportTest(unittest.TestCase):
             self.assertEqual(found["kernels"].get(key, 0), numbers["kernels"], "%s %s: kernels" % (name, key))
             self.assertEqual(found["idle_ns"].get(key, 0), numbers["idle_ns"], "%s %s: idle" % (name, key))
         self.assertGreater(found["flows"], 0, "%s: no launch-to-kernel flow" % name)
+        return found
 
 
 if __name__ == "__main__":
