@@ -4,31 +4,14 @@
 #include <cstdio>
 #include <string>
 
+#include <gapwatch/utf8_text.h>
+
 namespace gapwatch::exporter {
 
 namespace {
 
-void appendEscaped(std::string& out, const std::string& text) {
-  out.push_back('"');
-  for (const unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-          out += escaped;
-        } else {
-          out.push_back(char(c));
-        }
-    }
-  }
-  out.push_back('"');
-}
+// Names come from outside and need not be UTF-8: one escaper for all JSON gapwatch writes by hand.
+void appendEscaped(std::string& out, const std::string& text) { appendJsonString(out, text); }
 
 // Nanoseconds as microseconds with three decimals: exact, and what Kineto writes.
 void appendMicros(std::string& out, uint64_t ns) {

@@ -1,6 +1,8 @@
 // export/perfetto_encoder.cpp: see perfetto_encoder.h.
 #include "export/perfetto_encoder.h"
 
+#include <gapwatch/utf8_text.h>
+
 #include <gapwatch/wire_primitives.h>
 
 namespace gapwatch::exporter::perfetto {
@@ -25,6 +27,11 @@ void putBytes(std::string& out, uint32_t field, std::string_view bytes) {
   putTag(out, field, 2);
   wire::appendVarint(out, bytes.size());
   out.append(bytes.data(), bytes.size());
+}
+
+void putString(std::string& out, uint32_t field, std::string_view text) {
+  if (isValidUtf8(text)) return putBytes(out, field, text);
+  putBytes(out, field, validUtf8(text));
 }
 
 }  // namespace gapwatch::exporter::perfetto

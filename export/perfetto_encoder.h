@@ -22,6 +22,9 @@ enum class EventType : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3 }
 void putVarint(std::string& out, uint32_t field, uint64_t value);
 void putFixed64(std::string& out, uint32_t field, uint64_t value);
 void putBytes(std::string& out, uint32_t field, std::string_view bytes);
+// A string field: Perfetto's readers want UTF-8, and a name from outside need not be (each invalid
+// byte as U+FFFD, gapwatch/utf8_text.h).
+void putString(std::string& out, uint32_t field, std::string_view text);
 
 // Field numbers, by message (Perfetto's trace schema).
 namespace field {

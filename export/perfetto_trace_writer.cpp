@@ -47,7 +47,7 @@ void PerfettoTraceWriter::clock(v1::ClockDomain domain) {
 void PerfettoTraceWriter::process(uint64_t uuid, uint32_t pid, int32_t /*rank*/, const std::string& name) {
   std::string process;
   pf::putVarint(process, fd::kProcessPid, pid);
-  pf::putBytes(process, fd::kProcessName, name);
+  pf::putString(process, fd::kProcessName, name);
   payload_.clear();
   pf::putVarint(payload_, fd::kTrackUuid, uuid);
   pf::putBytes(payload_, fd::kTrackProcess, process);
@@ -63,11 +63,11 @@ void PerfettoTraceWriter::writeTrackDescriptor(const TrackInfo& info, uint64_t u
     std::string thread;
     pf::putVarint(thread, fd::kThreadPid, info.pid);
     pf::putVarint(thread, fd::kThreadTid, info.id);
-    pf::putBytes(thread, fd::kThreadName, name);
+    pf::putString(thread, fd::kThreadName, name);
     pf::putBytes(payload_, fd::kTrackThread, thread);
   } else {
     pf::putVarint(payload_, fd::kTrackParentUuid, info.process_uuid);
-    pf::putBytes(payload_, fd::kTrackName, name);
+    pf::putString(payload_, fd::kTrackName, name);
   }
   writePacket(0, fd::kTrackDescriptor, payload_, false);
 }
@@ -113,14 +113,14 @@ void PerfettoTraceWriter::slice(const Slice& slice) {
   pf::putVarint(payload_, fd::kEventType, uint64_t(pf::EventType::kSliceBegin));
   pf::putVarint(payload_, fd::kEventTrackUuid, chosen->uuid);
   pf::putBytes(payload_, fd::kEventCategories, sliceCategoryName(slice.category));
-  pf::putBytes(payload_, fd::kEventName, slice.name);
+  pf::putString(payload_, fd::kEventName, slice.name);
   if (slice.flow_out) pf::putFixed64(payload_, fd::kEventFlowIds, slice.flow_out);
   if (slice.flow_in) pf::putFixed64(payload_, fd::kEventTerminatingFlowIds, slice.flow_in);
   for (const SliceArg& arg : slice.args) {
     std::string annotation;
-    pf::putBytes(annotation, fd::kAnnotationName, arg.name);
+    pf::putString(annotation, fd::kAnnotationName, arg.name);
     if (arg.is_text) {
-      pf::putBytes(annotation, fd::kAnnotationStringValue, arg.text);
+      pf::putString(annotation, fd::kAnnotationStringValue, arg.text);
     } else {
       pf::putVarint(annotation, fd::kAnnotationUintValue, arg.number);
     }

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include <gapwatch/utf8_text.h>
+
 #include <gapwatch/wire_primitives.h>
 
 namespace gapwatch {
@@ -96,51 +98,20 @@ class ProtoWriter {
     out_.append(encoded.data(), encoded.size());
   }
 
-  // Length of the UTF-8 sequence at s[i], or 0 when it is not one (overlong forms, surrogates and
-  // code points past U+10FFFF included).
-  static size_t utf8_sequence(std::string_view s, size_t i) {
-    auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-    unsigned char c = at(i);
-    if (c < 0x80) return 1;
-    size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-    if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
-    for (size_t k = 1; k < n; ++k)
-      if ((at(i + k) & 0xC0) != 0x80) return 0;
-    if (n == 3 && ((c == 0xE0 && at(i + 1) < 0xA0) || (c == 0xED && at(i + 1) >= 0xA0))) return 0;
-    if (n == 4 && ((c == 0xF0 && at(i + 1) < 0x90) || (c == 0xF4 && at(i + 1) >= 0x90))) return 0;
-    return n;
-  }
-  static bool valid_utf8(std::string_view s) {
-    for (size_t i = 0; i < s.size();) {
-      size_t n = utf8_sequence(s, i);
-      if (!n) return false;
-      i += n;
-    }
-    return true;
-  }
-  static std::string sanitize_utf8(std::string_view s) {
-    std::string out;
-    for (size_t i = 0; i < s.size();) {
-      size_t n = utf8_sequence(s, i);
-      if (n) out.append(s.substr(i, n)), i += n;
-      else out.push_back('?'), ++i;
-    }
-    return out;
-  }
  private:
   template <wire::Field F>
   void tag() {
     varint(wire::tag(F));
   }
   // proto3 strings must be UTF-8 (libprotobuf rejects the whole frame otherwise), and what the
-  // recorder writes comes from the outside: a host name, argv, a kernel name. Invalid bytes
-  // become '?'.
+  // recorder writes comes from the outside: a host name, argv, a thread or kernel name. Each
+  // invalid byte becomes U+FFFD, the rule of everything gapwatch writes (gapwatch/utf8_text.h).
   template <wire::Field F>
   void string_bytes(std::string_view s) {
-    if (valid_utf8(s)) {
+    if (isValidUtf8(s)) {
       bytes<F>(s);
     } else {
-      bytes<F>(sanitize_utf8(s));
+      bytes<F>(validUtf8(s));
     }
   }
 

@@ -13,6 +13,7 @@
 #include "tools/report_command.h"
 #include "tools/report_json.h"
 
+#include <gapwatch/utf8_text.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -138,7 +139,9 @@ py::tuple tableColumns(const std::vector<std::string>& files, const std::string&
       switch (column.type) {
         case Column::Type::kUnsigned: list[row] = py::int_(column.numbers[row]); break;
         case Column::Type::kBool: list[row] = py::bool_(column.numbers[row] != 0); break;
-        case Column::Type::kText: list[row] = py::str(column.texts[row]); break;
+        // A name need not be UTF-8: its invalid bytes become U+FFFD, as in the JSON (gapwatch/utf8_text.h),
+        // rather than a UnicodeDecodeError for the whole table.
+        case Column::Type::kText: list[row] = py::str(validUtf8(column.texts[row])); break;
       }
     }
     // Freed column by column: the Python lists take the rows' place.

@@ -1,6 +1,8 @@
 // tools/text_format.cpp: see text_format.h.
 #include "tools/text_format.h"
 
+#include <gapwatch/utf8_text.h>
+
 #include <algorithm>
 
 #include <cstdio>
@@ -44,9 +46,14 @@ std::string printable(std::string_view text) {
       out += "\\n";
     } else if (byte == '\t') {
       out += "\\t";
-    } else if (byte < 0x20 || byte == 0x7f) {
+    } else if (byte < 0x20 || byte == 0x7f || utf8SequenceAt(text, i) == 0) {
+      // A control character, or a byte that begins no valid UTF-8 sequence (a name need not be
+      // UTF-8): its value, so that what is printed is valid UTF-8 and still says which bytes.
       std::snprintf(escape, sizeof escape, "\\x%02x", byte);
       out += escape;
+    } else if (const std::size_t n = utf8SequenceAt(text, i); n > 1) {
+      out.append(text.substr(i, n));
+      i += n - 1;
     } else {
       out += static_cast<char>(byte);
     }

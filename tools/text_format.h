@@ -26,7 +26,8 @@ std::string formatExactMicros(uint64_t ns);
 // `ns - reference_ns` in seconds to the nanosecond, signed: "+0.000012000", "-1.500000000".
 std::string formatRelativeSeconds(uint64_t ns, uint64_t reference_ns);
 
-// The text with control characters (C0, DEL, C1) and backslashes written as escapes.
+// The text with control characters (C0, DEL, C1), backslashes and bytes that begin no valid UTF-8
+// sequence (gapwatch/utf8_text.h) written as escapes: what is printed is valid UTF-8.
 std::string printable(std::string_view text);
 
 // The candidate nearest `word` by edit distance, when near enough to be a typo of it (at most 2
