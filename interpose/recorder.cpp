@@ -139,6 +139,7 @@ uint32_t stack_miss_id(PythonStackMiss miss) {
   }
 }
 constexpr uint32_t kStackMailFull = 5;
+constexpr uint32_t kStackLetGo = 6;
 
 }  // namespace
 
@@ -180,24 +181,24 @@ void Recorder::take_stack_mail() {
     memcpy(header, p, sizeof header);
     p += sizeof header;
     if (uint64_t(end - p) < header[1]) break;  // cannot happen: entries are written whole
-    stack_ids_[header[0]] = strings_.intern(wire::StringKind::kPythonStack, std::string_view(p, header[1]));
+    stack_ids_[header[0]] = {strings_.intern(wire::StringKind::kPythonStack, std::string_view(p, header[1])),
+                             stack_generation_};
     p += header[1];
   }
 }
 
 uint32_t Recorder::python_stack_id(uint32_t number) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    for (auto* ids : {&stack_ids_, &stack_ids_older_}) {
-      auto it = ids->find(number);
-      if (it == ids->end()) continue;
-      const uint32_t id = it->second;
-      ids->erase(it);
+    auto it = stack_ids_.find(number);
+    if (it != stack_ids_.end()) {
+      const uint32_t id = it->second.id;
+      stack_ids_.erase(it);
       return id;
     }
     // Posted before its record was published, so in the mail now if not before.
     take_stack_mail();
   }
-  return 0;
+  return 0;  // let go before its record came (the caller counts it)
 }
 
 Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes, uint32_t cupti_version,
@@ -416,7 +417,10 @@ ApiCallFields Recorder::translate(const ApiCallRecord& r, uint32_t tid) {
     if (fresh) where->second = strings_.intern(wire::StringKind::kCallSite, describe_call_site(r.call_site));
     f.call_site_id = where->second;
   }
-  if (r.python_stack) f.python_stack_id = python_stack_id(r.python_stack);
+  if (r.python_stack) {
+    f.python_stack_id = python_stack_id(r.python_stack);
+    if (f.python_stack_id == 0) stack_misses_[kStackLetGo].fetch_add(1, std::memory_order_relaxed);
+  }
   return f;
 }
 
@@ -555,9 +559,14 @@ void Recorder::flush_once(bool final) {
       b.drops.push_back({kDropSourcePythonStack, id, missed});
       stack_misses_sent_[id] = missed;
     }
-  // Numbers whose records never came (a full ring dropped them) age out after two flushes.
-  stack_ids_older_.clear();
-  stack_ids_.swap(stack_ids_older_);
+  // Numbers whose records never came (a full ring dropped them) are let go, two flushes old, only
+  // when more than kMaxHeldStacks are held: a polling loop's record comes when the loop ends.
+  ++stack_generation_;
+  if (stack_ids_.size() > kMaxHeldStacks) {
+    for (auto it = stack_ids_.begin(); it != stack_ids_.end();) {
+      it = it->second.generation + 2 <= stack_generation_ ? stack_ids_.erase(it) : std::next(it);
+    }
+  }
   if (undelivered_) b.drops.push_back({kDropSourceTransport, 0, undelivered_});
   size_t events = b.api_calls.size() + b.activities.size() + b.nccl_calls.size() + b.python_samples.size();
   if (!final) maybe_heartbeat();

@@ -282,14 +282,23 @@ class Recorder {
   std::mutex stacks_mu_;
   std::vector<char> stack_mail_;
   uint32_t next_stack_number_ = 0;  // under stacks_mu_
-  // Flusher only: the mail taken, and each number's interned stack for the records still to
-  // come (two generations: a record published just after its flush's drain comes in the next).
+  // Flusher only: the mail taken, and each number's interned stack until its record claims it.
+  // A record can come long after its stack was posted (a polling loop's, published when the loop
+  // ends: seconds later), so an entry is kept until claimed; only past kMaxHeldStacks are entries
+  // two flushes old let go (records a full ring dropped never claim theirs), and a record that
+  // then finds none counts a miss (id 6) rather than losing its stack silently.
+  struct HeldStack {
+    uint32_t id = 0;
+    uint64_t generation = 0;  // the flush that took it from the mail
+  };
   std::vector<char> stack_mail_taken_;
-  std::unordered_map<uint32_t, uint32_t> stack_ids_, stack_ids_older_;
+  std::unordered_map<uint32_t, HeldStack> stack_ids_;
+  uint64_t stack_generation_ = 0;
+  static constexpr size_t kMaxHeldStacks = 4096;
   uint32_t python_stack_id(uint32_t number);
   void take_stack_mail();
   // Misses by DropCounter id of DROP_SOURCE_PYTHON_STACK (events.proto), and what was sent.
-  static constexpr size_t kStackMissKinds = 6;
+  static constexpr size_t kStackMissKinds = 7;
   std::atomic<uint64_t> stack_misses_[kStackMissKinds] = {};
   uint64_t stack_misses_sent_[kStackMissKinds] = {};
 

@@ -75,6 +75,7 @@ std::string pythonStackMissReason(uint64_t id) {
     case 3: return "a Python thread with no frame";
     case 4: return "a value that failed a sanity check";
     case 5: return "the stacks' hand-over to the flusher was full";
+    case 6: return "its stack was let go before the call's record came (over 4,096 held)";
   }
   return "reason " + std::to_string(id);
 }
