@@ -10,37 +10,10 @@
 #include <optional>
 #include <string_view>
 
+#include <gapwatch/utf8_text.h>
+
 namespace gapwatch::collector {
 namespace {
-
-// Length of the UTF-8 sequence starting at s[i] if it is well formed (shortest form, no
-// surrogates, at most U+10FFFF), else 0.
-std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    n = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    n = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    n = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return n;
-}
 
 // Writes one family at a time: its HELP and TYPE lines, then its samples, each with the labels of
 // the process (and device) it belongs to.
@@ -129,7 +102,7 @@ std::string labelValue(const std::string& text) {
     } else if (c == '\n') {
       out += "\\n";
     } else {
-      const std::size_t n = utf8SequenceLength(text, i);
+      const std::size_t n = utf8SequenceAt(text, i);
       if (n == 0) {
         out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
         ++i;
