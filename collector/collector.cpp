@@ -9,7 +9,7 @@
 #include "collector/connection.h"
 #include "collector/metrics_exposition.h"
 #include "collector/metrics_server.h"
-#include "collector/output_file.h"
+#include <gapwatch/output_file.h>
 #include "collector/socket_listener.h"
 #include "collector/status_json.h"
 #include "collector/status_watcher.h"

@@ -2,7 +2,7 @@
 #include "collector/status_json.h"
 
 #include "analysis/process_summary.h"
-#include "collector/json_text.h"
+#include <gapwatch/json_text.h>
 
 #include <nlohmann/json.hpp>
 

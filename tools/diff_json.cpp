@@ -3,6 +3,7 @@
 
 #include <gapwatch/recording_format.h>
 
+#include <gapwatch/json_text.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -97,7 +98,7 @@ void writeDiffJson(const analysis::RunDiff& diff, const std::vector<std::string>
     document["fail_if_slower"] = {{"threshold_fraction", *fail_if_slower},
                                   {"failed", !s.testable || analysis::slowerBeyondNoise(s, *fail_if_slower)}};
   }
-  out << document.dump(2) << '\n';
+  out << jsonText(document, 2) << '\n';
 }
 
 }  // namespace gapwatch::cli

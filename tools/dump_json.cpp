@@ -1,7 +1,7 @@
 // tools/dump_json.cpp: see dump_json.h.
 #include "tools/dump_json.h"
 
-#include "collector/json_text.h"
+#include <gapwatch/json_text.h>
 
 #include "reader/enum_labels.h"
 #include "reader/python_stack_text.h"

@@ -1,7 +1,7 @@
 // tools/gwt_file_writer.cpp: see gwt_file_writer.h.
 #include "tools/gwt_file_writer.h"
 
-#include "collector/output_file.h"
+#include <gapwatch/output_file.h>
 #include "reader/batch_encoder.h"
 
 #include <gapwatch/recording_format.h>
@@ -146,7 +146,7 @@ bool GwtFileWriter::commit() {
   }
   if (error_.empty()) {
     // Without `replace`, RENAME_NOREPLACE refuses a destination that appeared meanwhile.
-    const int error = collector::commitTemporaryFile(fd_, dir_fd, baseNameOf(temporary_), baseNameOf(destination_),
+    const int error = commitTemporaryFile(fd_, dir_fd, baseNameOf(temporary_), baseNameOf(destination_),
                                                      replace_ ? 0 : RENAME_NOREPLACE);
     if (error == 0) {
       committed_ = true;

@@ -6,7 +6,7 @@
 // the delta form of reader/batch_encoder.h. It goes to a temporary file beside the destination
 // (created O_EXCL|O_NOFOLLOW), renamed over the destination by commit() only when every write
 // succeeded: a reader never sees half a file, and a failed run leaves no file behind. The file is
-// fsync'ed before the rename and its directory after (collector/output_file.h: the one way
+// fsync'ed before the rename and its directory after (gapwatch/output_file.h: the one way
 // gapwatch puts a file in place).
 #pragma once
 

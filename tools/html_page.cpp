@@ -1,7 +1,7 @@
 // tools/html_page.cpp: see html_page.h.
 #include "tools/html_page.h"
 
-#include "collector/output_file.h"
+#include <gapwatch/output_file.h>
 #include "tools/text_format.h"
 
 #include <errno.h>
@@ -79,7 +79,7 @@ bool writeWholeFile(const std::string& path, const std::string& content, std::st
     return false;
   }
   std::string error;
-  const bool written = collector::replaceOutputFile(dir_fd, name, content, &error);
+  const bool written = replaceOutputFile(dir_fd, name, content, &error);
   ::close(dir_fd);
   if (!written) err << who << path << ": " << error << '\n';
   return written;

@@ -21,7 +21,7 @@ void writeHtmlHead(std::ostream& out, std::string_view title);
 std::string svgNumber(double x);
 void writeHtmlTail(std::ostream& out);
 
-// Writes `content` to `path`, whole or not at all (collector/output_file.h: a temporary file
+// Writes `content` to `path`, whole or not at all (gapwatch/output_file.h: a temporary file
 // renamed into place, synced). False, with one line on `err` that begins with `who`, when it cannot.
 bool writeWholeFile(const std::string& path, const std::string& content, std::string_view who, std::ostream& err);
 

@@ -11,6 +11,7 @@
 #include "tools/report_terminal.h"
 #include "tools/watch_command.h"
 
+#include <gapwatch/json_text.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -178,7 +179,7 @@ bool printRunReport(const std::string& dir, const ProfileOptions& options, std::
       writeReportJson(analysis::RunReport{}, empty);
       auto document = nlohmann::ordered_json::parse(empty.str());
       document["nothing_recorded"] = "no process of the command used CUDA";
-      out << document.dump(2) << '\n';
+      out << jsonText(document, 2) << '\n';
     }
     err << kPrefix << "nothing was recorded: no process of the command used CUDA (collector log: " << dir
         << "/collector.log)\n";

@@ -25,7 +25,7 @@ struct ReportOptions {
 // Error and notice lines go to `err`; `exit_code` receives the worst code (exit_codes.h).
 analysis::RunReport gatherReport(const ReportOptions& options, std::ostream& err, int& exit_code);
 
-// Writes the HTML report to `path`, whole or not at all (collector/output_file.h: a temporary file
+// Writes the HTML report to `path`, whole or not at all (gapwatch/output_file.h: a temporary file
 // renamed into place, synced). False, with one line on `err`, when it cannot.
 bool writeHtmlReportFile(const analysis::RunReport& content, const std::string& path, std::ostream& err);
 

@@ -2,7 +2,7 @@
 #include "tools/report_json.h"
 
 #include "analysis/diagnosis.h"
-#include "collector/json_text.h"
+#include <gapwatch/json_text.h>
 #include "analysis/sync_advice.h"
 #include "reader/enum_labels.h"
 #include "analysis/gap_histogram.h"

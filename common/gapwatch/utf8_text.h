@@ -5,7 +5,7 @@
 // strict JSON parser or Python's str refuses the whole document or table for one bad byte. The
 // one rule: every byte that does not begin a valid sequence (RFC 3629: no overlong forms, no
 // surrogates, nothing past U+10FFFF) becomes U+FFFD, and the rest of the text is kept.
-// nlohmann::json's dump with error_handler_t::replace (collector/json_text.h, the JSON reports)
+// nlohmann::json's dump with error_handler_t::replace (gapwatch/json_text.h, the JSON reports)
 // keeps the same rule. Header-only, libc and the standard library: the injected library may use it.
 #pragma once
 

@@ -1,6 +1,6 @@
 """Names that are not UTF-8 (a kernel name with invalid bytes, a directory name with some; the
 program also names its thread so) go through every output as valid UTF-8 a strict reader takes: the text
-report, --json, --html, the Chrome and Kineto exports, the Perfetto export (parsed with Perfetto's
+report, --json, --html, diff --json, the Chrome and Kineto exports, the Perfetto export (parsed with Perfetto's
 own schema where its PyPI package can be had), and the Python API's tables. Each invalid byte is
 U+FFFD in the recording (the recorder's rule, gapwatch/utf8_text.h) and in what is parsed, and \\xNN
 in the text report (a path's bytes, which only the file system holds); the rest of each name is
@@ -73,6 +73,13 @@ class HostileNames(unittest.TestCase):
         names = [k["name"] for k in doc["processes"][0]["kernels"]["top_by_time"]]
         self.assertTrue(any(KEPT in n and "\ufffd" in n for n in names), names)
         self.assertIn("run-\ufffd\ufffd", doc["processes"][0]["file"])
+
+    def test_diff_json(self):
+        # The run compared with itself: its paths and kernel names are in the document.
+        r = gapwatch("diff", "--json", self.recording, self.recording)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(self.strict(r.stdout, "diff --json"))
+        self.assertIn("run-\ufffd\ufffd", json.dumps(doc, ensure_ascii=False))
 
     def test_html_report(self):
         out = os.path.join(self.dir, b"r.html")

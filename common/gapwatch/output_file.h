@@ -1,6 +1,7 @@
-// collector/output_file.h: how gapwatch puts a finished file in place: the reports the collector
-// writes into its output directory, and a recording `gapwatch import` writes (tools/
-// gwt_file_writer.cpp).
+// gapwatch/output_file.h (common/): how gapwatch puts a finished file in place: the reports the
+// collector writes into its output directory, the HTML report, and a recording `gapwatch import`
+// writes (tools/gwt_file_writer.cpp). One helper for every writer, in common/ because the collector
+// and the tools both use it.
 //
 // The content goes to a new temporary file beside the name (O_CREAT|O_EXCL|O_NOFOLLOW, relative to
 // the directory's fd), which is then renamed over the name: rename replaces a symlink at that name
@@ -12,7 +13,7 @@
 
 #include <string>
 
-namespace gapwatch::collector {
+namespace gapwatch {
 
 // Writes `content` as `name` in `dir_fd` (see above). False with *error set when it could not
 // (the temporary file is removed).
@@ -25,4 +26,4 @@ bool replaceOutputFile(int dir_fd, const std::string& name, const std::string& c
 int commitTemporaryFile(int file_fd, int dir_fd, const std::string& temporary, const std::string& name,
                         unsigned rename_flags);
 
-}  // namespace gapwatch::collector
+}  // namespace gapwatch

@@ -1,7 +1,5 @@
-// collector/output_file.cpp: see output_file.h.
-#include "collector/output_file.h"
-
-#include "collector/recording_file.h"
+// common/output_file.cpp: see gapwatch/output_file.h.
+#include <gapwatch/output_file.h>
 
 #include <gapwatch/write_all.h>
 
@@ -11,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-namespace gapwatch::collector {
+namespace gapwatch {
 
 int commitTemporaryFile(int file_fd, int dir_fd, const std::string& temporary, const std::string& name,
                         unsigned rename_flags) {
@@ -41,4 +39,4 @@ bool replaceOutputFile(int dir_fd, const std::string& name, const std::string& c
   return true;
 }
 
-}  // namespace gapwatch::collector
+}  // namespace gapwatch

@@ -1,4 +1,4 @@
-// collector/json_text.h: the one way gapwatch turns a JSON document into text (the collector's
+// gapwatch/json_text.h (common/): the one way gapwatch turns a JSON document into text (the collector's
 // status stream, `gapwatch report --json`, `gapwatch dump --json`, the reports the collector writes).
 //
 // Strings that end up in gapwatch's JSON come from outside: paths (--output-dir, --socket, a
