@@ -44,14 +44,19 @@ int64_t now_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// 3.X from a file name holding "python3.X" ("libpython3.10.so.1.0", "/usr/bin/python3.11"), else 0.
-int minor_from_name(const char* path) {
-  for (const char* p = path ? strstr(path, "python3.") : nullptr; p; p = strstr(p + 1, "python3.")) {
-    const char* digits = p + 8;
-    if (*digits < '0' || *digits > '9') continue;
-    return atoi(digits);
-  }
-  return 0;
+// The interpreter's own version, 3.<minor>, else 0. From 3.11 the runtime exports it as data
+// (Py_Version, PY_VERSION_HEX); before, only as text from Py_GetVersion(), which formats
+// constants into a static buffer (no allocation, no lock, no thread state: callable from any
+// thread, before Py_Initialize too). Never from a file name: where libpython is linked into the
+// executable (Ubuntu 22.04's python3.10, conda's, most containers' pythons) the file that holds
+// _PyRuntime is the program, named "python" or "python3", with no version in it.
+int interpreter_minor(void* scope) {
+  if (auto* hex = static_cast<const unsigned long*>(dlsym(scope, "Py_Version")))
+    return (*hex >> 24) == 3 ? int((*hex >> 16) & 0xff) : 0;
+  auto* get_version = reinterpret_cast<const char* (*)()>(dlsym(scope, "Py_GetVersion"));
+  const char* text = get_version ? get_version() : nullptr;
+  if (!text || text[0] != '3' || text[1] != '.' || text[2] < '0' || text[2] > '9') return 0;
+  return atoi(text + 2);
 }
 
 struct LibpythonSearch {
@@ -68,39 +73,31 @@ int find_libpython(dl_phdr_info* info, size_t, void* data) {
 
 // Looks for the interpreter: in the global scope first (the executable, or a libpython the
 // executable links), then in a libpython loaded locally (an embedded interpreter dlopen()ed by a
-// plugin). Returns whether one was found, supported or not.
+// plugin). Every CPython 3 exports Py_GetVersion; _PyRuntime, which the walk starts from, only
+// 3.7 and later. Returns whether one was found, supported or not (out->layout null: not).
 bool look_up(Interpreter* out) {
   void* scope = RTLD_DEFAULT;
-  void* handle = nullptr;
-  void* runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
-  if (!runtime) {
+  if (!dlsym(RTLD_DEFAULT, "Py_GetVersion")) {
     LibpythonSearch search{};
     if (!dl_iterate_phdr(find_libpython, &search)) return false;
     // RTLD_NOLOAD: only a reference to what is already there; never loads anything.
-    handle = dlopen(search.path, RTLD_LAZY | RTLD_NOLOAD);
+    void* handle = dlopen(search.path, RTLD_LAZY | RTLD_NOLOAD);
     if (!handle) return false;
+    if (!dlsym(handle, "Py_GetVersion")) return dlclose(handle), false;
     scope = handle;
-    runtime = dlsym(handle, "_PyRuntime");
-    if (!runtime) return dlclose(handle), false;
   }
-  int minor = 0;
-  if (auto* hex = static_cast<const unsigned long*>(dlsym(scope, "Py_Version"))) {
-    if ((*hex >> 24) == 3) minor = int((*hex >> 16) & 0xff);
-  } else {
-    Dl_info info{};
-    if (dladdr(runtime, &info)) minor = minor_from_name(info.dli_fname);
-  }
+  const int minor = interpreter_minor(scope);
   out->minor = minor;
-  out->runtime = static_cast<const char*>(runtime);
-  out->layout = python_layout_for(minor);
+  out->runtime = static_cast<const char*>(dlsym(scope, "_PyRuntime"));
+  out->layout = out->runtime ? python_layout_for(minor) : nullptr;
   out->code_type = dlsym(scope, "PyCode_Type");
   out->unicode_type = dlsym(scope, "PyUnicode_Type");
   out->bytes_type = dlsym(scope, "PyBytes_Type");
   out->frame_type = dlsym(scope, "PyFrame_Type");
   if (!out->code_type || !out->unicode_type || !out->bytes_type || (minor == 10 && !out->frame_type))
     out->layout = nullptr;
-  // The handle stays open on purpose: the interpreter's memory must outlive every later read
-  // (the library is never unloaded while its frames run, but a plugin's dlclose could be).
+  // A handle opened above stays open on purpose: the interpreter's memory must outlive every later
+  // read (the library is never unloaded while its frames run, but a plugin's dlclose could be).
   return true;
 }
 

@@ -72,6 +72,7 @@ if [[ "$path" == "test" ]]; then
     time                                    # /usr/bin/time: a child's own peak RSS in bench/kineto_import_bench.py
     chromium                                # renders the HTML report headless in its test (tests/unit/html_report_test.py)
     jq                                      # the docs' jq examples, run by tests/unit/doc_commands_test.py
+    libcrypt-dev                            # links pyenv's libpython3.X.a into static interpreters (tests/interpose/python_stacks_test.py)
     man-db groff-base                       # man -l and groff render the man pages in their test (tests/install/man_pages_test.py)
     debootstrap                             # the clean Debian 12 root the .deb is installed into (scripts/prepare-debian-root.sh)
     python3-dev pybind11-dev                # the Python API's module (python/), for its tests

@@ -10,10 +10,12 @@ and a miss counted as an unknown version on every call that should have had one.
 Nothing here depends on timing: every expectation comes from the program's source (its MARK
 comments, its calls by ast, its step counts) and from which calls wait by their semantics."""
 import ast
+import atexit
 import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -153,6 +155,56 @@ def run_prog(python, mode, output, workdir, args, extra=None):
     if p.returncode != 0:
         raise AssertionError("%s %s exited %d: %s" % (python, " ".join(args), p.returncode, err))
     return p.pid, err
+
+
+# ---- statically linked interpreters ------------------------------------------------------------
+# Where libpython is linked into the executable (Ubuntu 22.04's python3.10, conda's, most
+# containers' pythons) the file holding _PyRuntime is the program itself, named "python": its
+# version must come from the interpreter, not from a file name (issue 36, item 1). Each pyenv
+# version that ships its static libpython3.X.a and python.o is linked into such a program here.
+
+_static_root = None
+
+
+def pyenv_versions():
+    """[(minor, version directory)] of the pyenv CPythons 3.x installed, by minor."""
+    found = []
+    for name in sorted(os.listdir(PYENV)) if os.path.isdir(PYENV) else []:
+        m = re.match(r"3\.(\d+)\.\d+$", name)
+        if m and os.access(os.path.join(PYENV, name, "bin", "python3"), os.X_OK):
+            found.append((int(m.group(1)), os.path.join(PYENV, name)))
+    return sorted(found)
+
+
+def static_interpreter(version_dir):
+    """A CPython linked from version_dir's own libpython3.X.a and python.o into an executable named
+    `python`, beside a `lib` that is the version's (so it finds its standard library as an
+    installed one would). None where the version ships no static library."""
+    global _static_root
+    config = subprocess.run(
+        [os.path.join(version_dir, "bin", "python3"), "-c",
+         "import sysconfig as s; print('\\n'.join(s.get_config_var(k) or '' for k in "
+         "('LIBPL', 'LIBRARY', 'LINKFORSHARED', 'LIBS', 'MODLIBS', 'SYSLIBS')))"],
+        capture_output=True, text=True, timeout=HANG_BOUND_S)
+    if config.returncode != 0:
+        raise AssertionError("%s: sysconfig: %s" % (version_dir, config.stderr))
+    libpl, library, *flags = config.stdout.split("\n")[:6]
+    archive, main_object = os.path.join(libpl, library), os.path.join(libpl, "python.o")
+    if not (library.endswith(".a") and os.path.isfile(archive) and os.path.isfile(main_object)):
+        return None
+    if _static_root is None:
+        _static_root = tempfile.mkdtemp(prefix="gw-static-python-")
+        atexit.register(shutil.rmtree, _static_root, True)
+    prefix = os.path.join(_static_root, os.path.basename(version_dir))
+    python = os.path.join(prefix, "bin", "python")
+    if not os.path.exists(python):
+        os.makedirs(os.path.dirname(python))
+        os.symlink(os.path.join(version_dir, "lib"), os.path.join(prefix, "lib"))
+        cmd = ["cc", main_object, archive] + " ".join(flags).split() + ["-o", python]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_BOUND_S)
+        if r.returncode != 0:
+            raise AssertionError("linking a static interpreter failed: %s\n%s" % (" ".join(cmd), r.stderr[-2000:]))
+    return python
 
 
 class PythonStacks(unittest.TestCase):
@@ -353,13 +405,26 @@ class PythonStacks(unittest.TestCase):
                 self.assertEqual(stack_misses(events), {})
 
     def test_an_interpreter_without_a_layout_gets_no_stack_and_a_miss_per_call(self):
-        # 3.9: found (libpython3.9.so's _PyRuntime, its version from the library's name) but with no
+        # 3.9: found (libpython3.9.so's _PyRuntime, its version from Py_GetVersion()) but with no
         # layout: PythonStackMiss::kUnknownVersion, DropCounter id 1, on every call that should
         # have carried a stack, in the parent, its thread and the forked worker.
         if not os.access(UNSUPPORTED_PYTHON, os.X_OK):
             self.skipTest("%s not installed" % UNSUPPORTED_PYTHON)
+        self.check_without_layout(UNSUPPORTED_PYTHON)
+
+    def check_static(self, version_dir, minor):
+        python = static_interpreter(version_dir)
+        if python is None:
+            self.skipTest("%s ships no static libpython" % version_dir)
+        self.assertEqual(interpreter_version(python), (3, minor), python)
+        if 10 <= minor <= 13:
+            self.check_interpreter(python, True, "preload")
+        else:
+            self.check_without_layout(python)
+
+    def check_without_layout(self, python):
         with tempfile.TemporaryDirectory() as d:
-            job = self.record_job(UNSUPPORTED_PYTHON, "preload", d, "run.gwt", [])
+            job = self.record_job(python, "preload", d, "run.gwt", [])
             for who in ("parent", "child"):
                 events = job[who][2]
                 calls = api_calls(events)
@@ -391,6 +456,16 @@ def add_interpreter_tests():
             test.__name__ = "test_%s_%s" % (mode, key)
             test.__doc__ = "%s under %s" % (python, "LD_PRELOAD" if mode == "preload" else "CUDA_INJECTION64_PATH")
             setattr(PythonStacks, test.__name__, test)
+
+
+    # Each pyenv version linked statically: 3.10-3.13 get their stacks as the shared builds do,
+    # older ones the unknown-version miss (their version read from them, not guessed).
+    for minor, version_dir in pyenv_versions():
+        def test(self, version_dir=version_dir, minor=minor):
+            self.check_static(version_dir, minor)
+        test.__name__ = "test_static_3_%d" % minor
+        test.__doc__ = "%s's libpython3.%d.a linked into an executable named python" % (version_dir, minor)
+        setattr(PythonStacks, test.__name__, test)
 
 
 add_interpreter_tests()
