@@ -35,6 +35,8 @@ uint32_t miss_id(PythonStackMiss miss) {
     case PythonStackMiss::kInvalid: return 4;
     case PythonStackMiss::kUnreadable: return PythonSampler::kMissUnreadable;
     case PythonStackMiss::kChanged: return PythonSampler::kMissChanged;
+    case PythonStackMiss::kFreeThreaded: return PythonSampler::kMissFreeThreaded;
+    case PythonStackMiss::kLayoutMismatch: return PythonSampler::kMissLayoutMismatch;
     // No interpreter, a thread without Python, or one running no Python code (before its first
     // frame, or at the interpreter's shutdown): nothing was there to read, nothing was missed.
     default: return 0;

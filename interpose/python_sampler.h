@@ -54,7 +54,9 @@ class PythonSampler {
   static constexpr uint32_t kMissChanged = 5;
   static constexpr uint32_t kMissUnreadable = 6;
   static constexpr uint32_t kMissQueueFull = 7;
-  static constexpr uint32_t kMissKinds = 8;
+  static constexpr uint32_t kMissFreeThreaded = 8;    // as DROP_SOURCE_PYTHON_STACK numbers it
+  static constexpr uint32_t kMissLayoutMismatch = 9;  // as DROP_SOURCE_PYTHON_STACK numbers it
+  static constexpr uint32_t kMissKinds = 10;
 
   PythonSampler(Recorder& recorder, uint64_t period_ns, uint64_t threshold_ns);
   ~PythonSampler();

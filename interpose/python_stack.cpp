@@ -15,8 +15,10 @@
 #include <atomic>
 #include <mutex>
 
+#include "python_debug_offsets.h"
 #include "python_layout.h"
 #include "python_line_table.h"
+#include "readable_ranges.h"
 
 namespace gapwatch {
 namespace {
@@ -30,11 +32,14 @@ struct Interpreter {
   const void* bytes_type = nullptr;
   const void* frame_type = nullptr;  // PyFrame_Type: 3.10's frames are objects
   int minor = 0;
+  // Why there is no layout to walk with (kUnknownVersion, kFreeThreaded, kLayoutMismatch).
+  PythonStackMiss unusable = PythonStackMiss::kNone;
 };
 
 Interpreter g_interpreter;
 std::atomic<const Interpreter*> g_found{nullptr};
-std::atomic<bool> g_unsupported{false};  // found, but a version without a layout
+// Found, but not walked: why (kNone while none is found, or one is found that is walked).
+std::atomic<PythonStackMiss> g_unusable{PythonStackMiss::kNone};
 std::atomic<int64_t> g_next_lookup_ns{0};
 std::mutex g_lookup_mu;  // only the lookup takes it
 
@@ -50,13 +55,13 @@ int64_t now_ns() {
 // thread, before Py_Initialize too). Never from a file name: where libpython is linked into the
 // executable (Ubuntu 22.04's python3.10, conda's, most containers' pythons) the file that holds
 // _PyRuntime is the program, named "python" or "python3", with no version in it.
-int interpreter_minor(void* scope) {
-  if (auto* hex = static_cast<const unsigned long*>(dlsym(scope, "Py_Version")))
-    return (*hex >> 24) == 3 ? int((*hex >> 16) & 0xff) : 0;
+// As PY_VERSION_HEX (0x030d00f0: 3.13.0 final) where the runtime exports it, else 3.<minor> only.
+uint64_t interpreter_version(void* scope) {
+  if (auto* hex = static_cast<const unsigned long*>(dlsym(scope, "Py_Version"))) return *hex;
   auto* get_version = reinterpret_cast<const char* (*)()>(dlsym(scope, "Py_GetVersion"));
   const char* text = get_version ? get_version() : nullptr;
   if (!text || text[0] != '3' || text[1] != '.' || text[2] < '0' || text[2] > '9') return 0;
-  return atoi(text + 2);
+  return (uint64_t(3) << 24) | (uint64_t(atoi(text + 2) & 0xff) << 16);
 }
 
 struct LibpythonSearch {
@@ -86,16 +91,30 @@ bool look_up(Interpreter* out) {
     if (!dlsym(handle, "Py_GetVersion")) return dlclose(handle), false;
     scope = handle;
   }
-  const int minor = interpreter_minor(scope);
+  const uint64_t version = interpreter_version(scope);
+  const int minor = (version >> 24) == 3 ? int((version >> 16) & 0xff) : 0;
   out->minor = minor;
   out->runtime = static_cast<const char*>(dlsym(scope, "_PyRuntime"));
   out->layout = out->runtime ? python_layout_for(minor) : nullptr;
+  out->unusable = out->layout ? PythonStackMiss::kNone : PythonStackMiss::kUnknownVersion;
   out->code_type = dlsym(scope, "PyCode_Type");
   out->unicode_type = dlsym(scope, "PyUnicode_Type");
   out->bytes_type = dlsym(scope, "PyBytes_Type");
   out->frame_type = dlsym(scope, "PyFrame_Type");
   if (!out->code_type || !out->unicode_type || !out->bytes_type || (minor == 10 && !out->frame_type))
-    out->layout = nullptr;
+    out->layout = nullptr, out->unusable = PythonStackMiss::kUnknownVersion;
+  // 3.13+ describes its own layout at the start of _PyRuntime (python_debug_offsets.h): the table
+  // is used only where the two agree. _PyRuntime is the interpreter's static data: read in place.
+  if (out->layout && minor >= 13) {
+    const char* field = nullptr;
+    const DebugOffsetsVerdict verdict = check_debug_offsets(reinterpret_cast<const uint8_t*>(out->runtime), version,
+                                                            *out->layout, &field);
+    if (verdict != DebugOffsetsVerdict::kAgrees) {
+      out->layout = nullptr;
+      out->unusable = verdict == DebugOffsetsVerdict::kFreeThreaded ? PythonStackMiss::kFreeThreaded
+                                                                    : PythonStackMiss::kLayoutMismatch;
+    }
+  }
   // A handle opened above stays open on purpose: the interpreter's memory must outlive every later
   // read (the library is never unloaded while its frames run, but a plugin's dlclose could be).
   return true;
@@ -103,7 +122,8 @@ bool look_up(Interpreter* out) {
 
 const Interpreter* interpreter(PythonStackMiss* miss) {
   if (const Interpreter* found = g_found.load(std::memory_order_acquire)) return found;
-  if (g_unsupported.load(std::memory_order_relaxed)) return *miss = PythonStackMiss::kUnknownVersion, nullptr;
+  if (PythonStackMiss why = g_unusable.load(std::memory_order_relaxed); why != PythonStackMiss::kNone)
+    return *miss = why, nullptr;
   *miss = PythonStackMiss::kNoInterpreter;
   const int64_t now = now_ns();
   if (now < g_next_lookup_ns.load(std::memory_order_relaxed)) return nullptr;
@@ -114,9 +134,10 @@ const Interpreter* interpreter(PythonStackMiss* miss) {
   Interpreter candidate;
   if (!look_up(&candidate)) return nullptr;
   if (!candidate.layout) {
-    g_unsupported.store(true, std::memory_order_relaxed);
-    return *miss = PythonStackMiss::kUnknownVersion, nullptr;
+    g_unusable.store(candidate.unusable, std::memory_order_relaxed);
+    return *miss = candidate.unusable, nullptr;
   }
+  note_interpreter_image(candidate.runtime);  // before any walk: the ranges it checks against
   g_interpreter = candidate;
   g_found.store(&g_interpreter, std::memory_order_release);
   return &g_interpreter;
@@ -137,17 +158,49 @@ bool plausible(const void* p, uintptr_t align = 8) {
 // A failed read leaves `failed` set; the walk gives up at the next check (no stack, never a wrong
 // frame built from zeros: every value read as zero fails a check).
 
-// The calling thread's own frames, which cannot change while it is inside the hooked call: plain
-// loads, after the type checks.
-struct OwnMemory {
+// The interpreter's own static data (_PyRuntime), mapped while the process lives (its object is
+// held open): plain loads.
+struct RuntimeMemory {
   static constexpr bool kCachesCode = false;
   bool failed = false;
   bool read(const void* address, void* out, size_t n) {
     memcpy(out, address, n);
     return true;
   }
-  const uint8_t* bytes(const void* address, size_t) { return static_cast<const uint8_t*>(address); }
+};
+
+// The calling thread's own frames, which cannot change while it is inside the hooked call: plain
+// loads of what lies in the process's readable mappings as last read (readable_ranges.h), and a
+// process_vm_readv(2) of our own pid for anything else (a mapping newer than the last read: a new
+// thread's stack or malloc arena), which says EFAULT where a load would fault. So a pointer to
+// nowhere (a build laid out otherwise than the table, which no other check caught) costs the
+// stack, never the process, and the common case costs a compare per read.
+struct OwnMemory {
+  static constexpr bool kCachesCode = false;
+  static constexpr size_t kScratch = 4096;  // bytes() of memory outside the ranges: a name, a line table
+  bool failed = false;
+  ReadableRangesView ranges;
+  uint8_t scratch[kScratch];
+  bool read(const void* address, void* out, size_t n) {
+    if (ranges.covers(address, n)) {
+      memcpy(out, address, n);
+      return true;
+    }
+    return read_outside(address, out, n);
+  }
+  const uint8_t* bytes(const void* address, size_t n) {
+    if (n == 0 || ranges.covers(address, n)) return static_cast<const uint8_t*>(address);
+    return n <= kScratch && read_outside(address, scratch, n) ? scratch : nullptr;
+  }
   bool read_again(const void* address, void* out, size_t n) { return read(address, out, n); }
+
+ private:
+  static bool read_outside(const void* address, void* out, size_t n) {
+    if (!plausible(address, 1)) return false;
+    iovec local{out, n};
+    iovec remote{const_cast<void*>(address), n};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == ssize_t(n);
+  }
 };
 
 }  // namespace
@@ -656,7 +709,7 @@ size_t walk_thread(Memory& memory, const Interpreter& py, const void* tstate, un
   const void* interp = pointer_at(memory, tstate, l.tstate_interp);
   // _PyRuntime is the interpreter's static data, mapped while the process lives (its library is
   // held open): read in place, whoever reads.
-  OwnMemory runtime;
+  RuntimeMemory runtime;
   const void* main_interp = pointer_at(runtime, py.runtime, l.runtime_main_interp);
   const void* frame = pointer_at(memory, tstate, l.tstate_frame);
   if (memory.failed) return *miss = PythonStackMiss::kUnreadable, 0;
@@ -748,10 +801,10 @@ size_t walk_thread(Memory& memory, const Interpreter& py, const void* tstate, un
 // The calling thread's own thread state (null: none), read from the interpreter's pthread key.
 const void* own_thread_state(const Interpreter& py, PythonStackMiss* miss) {
   const PythonLayout& l = *py.layout;
-  OwnMemory own;
+  RuntimeMemory own;
   const char* tss = py.runtime + l.runtime_tss;
-  if (field<OwnMemory, int>(own, tss, l.tss_initialized) != 1) return *miss = PythonStackMiss::kNotPythonThread, nullptr;
-  const pthread_key_t key = field<OwnMemory, pthread_key_t>(own, tss, l.tss_key);
+  if (field<RuntimeMemory, int>(own, tss, l.tss_initialized) != 1) return *miss = PythonStackMiss::kNotPythonThread, nullptr;
+  const pthread_key_t key = field<RuntimeMemory, pthread_key_t>(own, tss, l.tss_key);
   // The key is created before any thread state and never deleted while the interpreter lives;
   // pthread_getspecific of any key value is defined, and only this thread's slot is read.
   const void* tstate = key < PTHREAD_KEYS_MAX ? pthread_getspecific(key) : nullptr;

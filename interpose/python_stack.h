@@ -6,17 +6,21 @@
 // walk reads CPython's private structs at the offsets of python_layout.h:
 //   the interpreter: _PyRuntime, found by symbol (in the executable, as Debian's python3 links it,
 //     or in a libpython3.X.so loaded at any time, globally or not); its version from Py_Version
-//     (3.11+) or the name of the object that defines _PyRuntime (3.10);
+//     (3.11+) or Py_GetVersion() (3.10), never a file name; from 3.13 the table is checked against
+//     the interpreter's own _Py_DebugOffsets (python_debug_offsets.h);
 //   the thread: its own PyThreadState, from the pthread key CPython keeps for PyGILState (set for
 //     every thread that ever ran Python, whether it holds the GIL now or not; read with
 //     pthread_getspecific, so no other thread's state is ever touched);
 //   the frames: from the thread state's current frame through `previous`, each frame's code
 //     object, file, qualified name and line (python_line_table.h).
 // Why it is safe: the frames of the calling thread cannot change while that thread is inside the
-// hooked call (only the thread itself pushes and pops them), and every object read is checked
-// (pointer plausibility, the object's type against the interpreter's own PyCode_Type,
-// PyUnicode_Type and PyBytes_Type, bounded sizes and depth) before its fields are used. Any
-// doubt records no stack and says why (PythonStackMiss); nothing here can block or allocate.
+// hooked call (only the thread itself pushes and pops them), every object is checked against the
+// process's readable mappings before it is read (readable_ranges.h: a pointer to nowhere costs
+// the stack, not the process), and every object read is checked (pointer plausibility, the
+// object's type against the interpreter's own PyCode_Type, PyUnicode_Type and PyBytes_Type,
+// bounded sizes and depth) before its fields are used. Any doubt records no stack and says why
+// (PythonStackMiss); nothing here blocks for long (a re-read of the mappings waits at most a
+// millisecond for walks that began before it) or allocates (the mappings' arrays are mapped once).
 //
 // Another thread's stack (the sampler's, python_sampler.h) is read by the same walk, but through
 // process_vm_readv: its frames change under the reader, and a stale pointer must cost a sample,
@@ -42,8 +46,11 @@ enum class PythonStackMiss : uint8_t {
   kSubinterpreter,    // the thread runs a subinterpreter: its layout is not checked
   kNoFrame,           // a Python thread with no Python frame (between calls, or exiting)
   kInvalid,           // a value failed a sanity check (a frame being torn down, a foreign build)
-  kUnreadable,        // another thread's memory could not be read (a torn or stale pointer)
+  kUnreadable,        // memory could not be read: another thread's (a torn or stale pointer), or an
+                      // object of the calling thread's outside every readable mapping
   kChanged,           // another thread's innermost frame changed while its stack was read
+  kFreeThreaded,      // a free-threaded build (3.13t): its objects and frames are laid out otherwise
+  kLayoutMismatch,    // 3.13+'s own _Py_DebugOffsets disagree with the table (a debug or patched build)
   kCount
 };
 

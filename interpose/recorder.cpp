@@ -135,6 +135,9 @@ uint32_t stack_miss_id(PythonStackMiss miss) {
     case PythonStackMiss::kSubinterpreter: return 2;
     case PythonStackMiss::kNoFrame: return 3;
     case PythonStackMiss::kInvalid: return 4;
+    case PythonStackMiss::kUnreadable: return 7;  // an object outside every readable mapping
+    case PythonStackMiss::kFreeThreaded: return 8;
+    case PythonStackMiss::kLayoutMismatch: return 9;
     default: return 0;  // no interpreter, or a thread that runs no Python: nothing was missed
   }
 }

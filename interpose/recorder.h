@@ -298,7 +298,7 @@ class Recorder {
   uint32_t python_stack_id(uint32_t number);
   void take_stack_mail();
   // Misses by DropCounter id of DROP_SOURCE_PYTHON_STACK (events.proto), and what was sent.
-  static constexpr size_t kStackMissKinds = 7;
+  static constexpr size_t kStackMissKinds = 10;
   std::atomic<uint64_t> stack_misses_[kStackMissKinds] = {};
   uint64_t stack_misses_sent_[kStackMissKinds] = {};
 

@@ -76,6 +76,9 @@ std::string pythonStackMissReason(uint64_t id) {
     case 4: return "a value that failed a sanity check";
     case 5: return "the stacks' hand-over to the flusher was full";
     case 6: return "its stack was let go before the call's record came (over 4,096 held)";
+    case 7: return "an object outside every readable mapping (not read: a build laid out otherwise)";
+    case 8: return "a free-threaded build";
+    case 9: return "the interpreter's own _Py_DebugOffsets disagree with gapwatch's layout";
   }
   return "reason " + std::to_string(id);
 }
