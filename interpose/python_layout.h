@@ -3,9 +3,8 @@
 // gapwatch reads the Python stack of the thread inside a blocking CUDA call without calling the
 // interpreter (python_stack.h), so it needs the byte offsets of a handful of fields of
 // CPython's private structs. They differ between minor versions and are not published before
-// 3.13 (3.13+ also put them in _PyRuntime's _Py_DebugOffsets for out-of-process tools; this
-// table is used for 3.13 as for the others, and the debug offsets are not read yet: see
-// docs/design/python-stacks.md). The table is generated from each version's own headers by
+// 3.13 (3.13+ also put them in _PyRuntime's _Py_DebugOffsets for out-of-process tools: the 3.13
+// entry here is used only where the running interpreter's agree with it, python_debug_offsets.h). The table is generated from each version's own headers by
 // scripts/gen-python-layouts.sh (offsetof against the installed internal headers; the command is
 // in docs/design/python-stacks.md) and is data, not code: python_layouts.inc.
 //

@@ -186,9 +186,13 @@ void ReadableRangesView::hold() {
 }
 
 bool ReadableRangesView::find(uintptr_t start, uintptr_t end) {
+  auto keep = [this](uintptr_t s, uintptr_t e) {
+    for (size_t i = kKept - 1; i > 0; --i) kept_[i] = kept_[i - 1];
+    kept_[0] = {s, e};
+  };
   for (size_t i = 0; i < g_image_count; ++i) {
     if (start >= g_image[i].start && end <= g_image[i].end) {
-      last_start_ = g_image[i].start, last_end_ = g_image[i].end;
+      keep(g_image[i].start, g_image[i].end);
       return true;
     }
   }
@@ -199,20 +203,17 @@ bool ReadableRangesView::find(uintptr_t start, uintptr_t end) {
   // The first range that ends after `start`: the only one that can hold it.
   const Range* r = std::upper_bound(first, last, start, [](uintptr_t a, const Range& x) { return a < x.end; });
   if (r == last || start < r->start || end > r->end) return false;
-  last_start_ = r->start, last_end_ = r->end;
+  keep(r->start, r->end);
   return true;
 }
 
-bool ReadableRangesView::covers(const void* address, size_t n) {
-  const uintptr_t start = reinterpret_cast<uintptr_t>(address);
-  const uintptr_t end = start + n;
+bool ReadableRangesView::covers_slow(uintptr_t start, uintptr_t end) {
   if (end < start) return false;
-  if (start >= last_start_ && end <= last_end_) return true;
   if (find(start, end)) return true;
   if (reread_) return false;
   reread_ = true;
   // Let go of the copy for the re-read (it may be the one that gets filled next time), and hold the
-  // current one after it. last_* stay: they described memory mapped a moment ago, as a range read
+  // current one after it. kept_ stays: it describes memory mapped a moment ago, as a range read
   // again would.
   // Another thread's re-read in progress (several walks meet a new arena at once) is waited for,
   // up to a millisecond, and taken as this walk's own.
