@@ -344,7 +344,9 @@ void take_record(const CUpti_Activity* r, size_t bytes, bool share, Recorder* re
 }
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
+  // An _exit's last round (on the flusher) forces a flush after the hooks stopped: its records count.
   Recorder* recorder = Recorder::active();
+  if (!recorder) recorder = Recorder::ending();
   const size_t slot = own_buffer_slot(buffer);
   const bool own = slot < kBuffers;
   // Not thread_local: a flush at exit runs after the exiting thread's thread_local objects are

@@ -9,7 +9,8 @@
 //    exit() (on_exit, unlike atexit, is given it; returning from main is exit() too) and names the
 //    file on stderr.
 //  - _exit (LD_PRELOAD only): os._exit(), which Python's multiprocessing and DataLoader workers
-//    leave by, skips on_exit; the hook does what on_process_exit does, then exits as _exit does.
+//    leave by, skips on_exit; the hook has the flusher end the recording, waiting a bounded time
+//    without a lock (it may run in a signal handler), then exits as _exit does.
 //  - fork: a child of a process that was recording records nothing (its parent's threads and locks
 //    are not there, and CUDA refuses a forked child of an initialised parent anyway), and closes its
 //    copy of the parent's collector connection or file (Recorder::close_sink_in_child). A child forked
@@ -135,7 +136,7 @@ void ensure_started() {
   Recorder* recorder = Recorder::start(settings, probes, cupti.version, cupti.ok ? "" : cupti.why_not);
   if (recorder) {
     if (cupti.ok) {
-      recorder->set_device_record_pull(cupti_flush_finished);
+      recorder->set_device_record_pull(cupti_flush_finished, cupti_flush);
       cupti_enable();
       log_line(settings, LogLevel::kInfo, "CUPTI %u: %s (%s)", cupti.version, cupti.library.c_str(), cupti.how.c_str());
       // Without LD_PRELOAD another CUPTI client here cannot share with gapwatch: it is refused a
@@ -160,12 +161,15 @@ void ensure_started() {
 
 }  // namespace gapwatch
 
-// os._exit() and _exit(): the recording ends as at exit(). A vfork child (posix_spawn, subprocess)
-// also calls _exit, sharing its parent's memory: the pid check leaves the parent's recorder alone,
-// and the exit itself is the system call, not a symbol looked up.
+// os._exit() and _exit(): the recording ends as at exit(), best effort. _exit is what signal and
+// crash handlers call, being async-signal-safe, so this hook must be too: no lock, no allocation,
+// no join, no CUPTI call on this thread, at most Recorder::kExitCallBoundMs of waiting
+// (finish_from_exit_call; docs/usage.md says what it keeps). A vfork child (posix_spawn,
+// subprocess) also calls _exit, sharing its parent's memory: the pid check leaves the parent's
+// recorder alone, and the exit itself is the system call, not a symbol looked up.
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   gapwatch::Recorder* recorder = gapwatch::Recorder::active();
-  if (recorder && recorder->pid() == uint32_t(getpid())) gapwatch::on_process_exit(status, nullptr);
+  if (recorder && recorder->pid() == uint32_t(getpid())) recorder->finish_from_exit_call(status & 0xff);
   for (;;) syscall(SYS_exit_group, status);
 }
 

@@ -234,14 +234,14 @@ bool OutputSink::write(const std::string& frame) {
   return true;
 }
 
-void OutputSink::close() {
+void OutputSink::close(int drain_ms) {
   if (fd_ < 0) return;
   if (socket_) {
     // The Goodbye is the last frame now. Until the collector has it all (its receipt covers the
     // Goodbye; without receipts, SIOCOUTQ says read), a bounded wait; then what it has not
     // acknowledged goes to the file. A collector that closed the connection ends the wait at once.
     bool gone = false;
-    const int64_t deadline = monotonic_ms() + kExitDrainMs;
+    const int64_t deadline = monotonic_ms() + drain_ms;
     for (;;) {
       if (!send_pending()) {
         gone = true;

@@ -54,9 +54,9 @@ class OutputSink {
   bool open_file(const std::string& path);
   // One whole frame. The first frame written to a socket is kept (its Hello) for the fallback.
   bool write(const std::string& frame);
-  // Flushes what the collector has not acknowledged (a short bounded wait, then the fallback)
-  // and closes.
-  void close();
+  // Flushes what the collector has not acknowledged (a wait of at most `drain_ms`, then the
+  // fallback) and closes.
+  void close(int drain_ms = kExitDrainMs);
   bool ok() const { return fd_ >= 0 && !failed_; }
   // A write or the fallback file's creation failed: what follows is lost (error() says why).
   bool failed() const { return failed_; }

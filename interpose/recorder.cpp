@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 namespace gapwatch {
 
 std::atomic<Recorder*> Recorder::active_{nullptr};
+std::atomic<Recorder*> Recorder::ending_{nullptr};
 thread_local EventRing* Recorder::t_ring_ = nullptr;
 thread_local bool Recorder::t_internal_ = false;
 thread_local uint64_t Recorder::t_last_exit_ticks_ = 0;
@@ -353,13 +355,16 @@ void Recorder::flusher_main() {
   bool storm = false;
   const auto sample_period = std::chrono::microseconds(settings_.python_sample_us);
   auto next_sample = std::chrono::steady_clock::now() + sample_period;
-  while (!stopping_) {
+  // An _exit's request (finish_from_exit_call) is an atomic, not the lock: its caller may have been
+  // interrupted anywhere, and the waits below are at most kFillCheckPeriod, so it is seen within one.
+  auto exit_called = [this] { return exit_requested_.load(std::memory_order_acquire); };
+  while (!stopping_ && !exit_called()) {
     // Wait out the flush period, or less when a ring fills fast (kFillCheckPeriod above), and
     // sample the launching thread's Python stack when a sample is due (python_sampler.h).
     const auto due = std::chrono::steady_clock::now() + kFlushPeriod;
     const auto check = storm ? kStormFillCheckPeriod : kFillCheckPeriod;
     storm = false;
-    while (!stopping_ && std::chrono::steady_clock::now() < due && !(storm = a_ring_filling())) {
+    while (!stopping_ && !exit_called() && std::chrono::steady_clock::now() < due && !(storm = a_ring_filling())) {
       auto wake = std::min(due, std::chrono::steady_clock::now() + check);
       // A sample due within the check period sets the wake-up (the fill check comes with it): one
       // wake-up a period, not one for each.
@@ -376,7 +381,7 @@ void Recorder::flusher_main() {
         }
       }
     }
-    if (stopping_) break;
+    if (stopping_ || exit_called()) break;
     lock.unlock();
     if (auto pull = device_record_pull_.load(std::memory_order_acquire))
       if (std::chrono::steady_clock::now() >= next_pull_) {
@@ -388,6 +393,53 @@ void Recorder::flusher_main() {
     top_up_spares();
     lock.lock();
   }
+  if (!stopping_ && exit_called()) {
+    lock.unlock();
+    exit_round();
+  }
+}
+
+// What finish_from_exit_call() touches must be plain loads and stores, never a lock in disguise.
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free &&
+              std::atomic<uint64_t>::is_always_lock_free && std::atomic<Recorder*>::is_always_lock_free);
+
+void Recorder::finish_from_exit_call(int exit_status) {
+  // A second _exit (another thread, a signal during this one) or an _exit during finish(): the
+  // recording is someone else's to end, and this thread must not wait for it.
+  if (finished_.exchange(true, std::memory_order_acq_rel)) return;
+  ending_.store(this, std::memory_order_release);
+  active_.store(nullptr, std::memory_order_release);  // the hooks stop recording from here on
+  const uint64_t deadline = monotonic_ns() + uint64_t(kExitCallBoundMs) * 1000000;
+  exit_call_status_.store(exit_status, std::memory_order_relaxed);
+  exit_deadline_ns_.store(deadline, std::memory_order_relaxed);
+  exit_requested_.store(true, std::memory_order_release);
+  while (!exit_round_done_.load(std::memory_order_acquire) && monotonic_ns() < deadline) {
+    timespec pause{0, 1000000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+void Recorder::exit_round() {
+  const uint64_t deadline = exit_deadline_ns_.load(std::memory_order_relaxed);
+  const int status = exit_call_status_.load(std::memory_order_relaxed);
+  // The rings first: they need no lock but the recorder's own, which only a thread inside a hook
+  // can hold. CUPTI next, from this thread, never from the exiting one (which may have been
+  // interrupted inside CUDA or CUPTI, holding their locks): the forced flush exit() makes there.
+  flush_once(true);
+  if (device_record_pull_.load(std::memory_order_acquire))
+    if (auto last = device_record_last_pull_.load(std::memory_order_relaxed)) {
+      last();
+      ++pulls_done_;
+    }
+  last_pull_taken_ = true;
+  if (sampler_) sampler_->log_summary();
+  flush_once(true);
+  ending_.store(nullptr, std::memory_order_release);
+  // The collector gets what is left of the bound, less the time a fallback file needs.
+  constexpr int64_t kFallbackMarginNs = 50000000;
+  const int64_t left_ns = int64_t(deadline) - int64_t(monotonic_ns()) - kFallbackMarginNs;
+  end_recording(wire::ExitReason::kNormal, &status, int(std::max<int64_t>(0, left_ns / 1000000)));
+  exit_round_done_.store(true, std::memory_order_release);
 }
 
 bool Recorder::a_ring_filling() const {
@@ -661,7 +713,7 @@ void Recorder::watch_for_blindness(const std::vector<DeviceActivityFields>& acti
   if (blind_since_ns_ || awaited_.empty()) return;
   const AwaitedLaunch& oldest = awaited_.front();
   // The forced flush at exit is a last pull: what is still missing after it never came.
-  const bool last_pull = finished_.load(std::memory_order_relaxed) && first_record_ns == UINT64_MAX;
+  const bool last_pull = last_pull_taken_ && first_record_ns == UINT64_MAX;
   if (!last_pull && (pulls_done_ < oldest.proven_at_pull + 1 || pulls_done_ < last_record_pull_ + 2)) return;
   // A wait for one stream proves its thread's launch finished only if the launch was on that
   // stream, which the recorder does not know: one such proof could be a kernel still running on
@@ -753,8 +805,13 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   }
   flusher_wake_.notify_all();
   if (flusher_.joinable()) flusher_.join();
+  last_pull_taken_ = true;  // the exit path's forced flush came before (entry.cpp)
   if (sampler_) sampler_->log_summary();
   flush_once(true);
+  end_recording(exit_reason, exit_status, OutputSink::kExitDrainMs);
+}
+
+void Recorder::end_recording(uint32_t exit_reason, const int* exit_status, int drain_ms) {
   GoodbyeInfo g;
   g.end_time_ns = monotonic_ns();
   g.exit_reason = exit_reason;
@@ -785,7 +842,7 @@ void Recorder::finish(uint32_t exit_reason, const int* exit_status) {
   encoder_.goodbye(g, frame_);
   bool written = sink_.write(frame_);
   g_sink_fd.store(-1, std::memory_order_release);  // a child forked from now on has nothing of ours
-  sink_.close();
+  sink_.close(drain_ms);
   // close() may still move the stream to the file, and that may fail: the Goodbye is then lost.
   written = written && !sink_.failed();
   note_fallback();

@@ -13,6 +13,9 @@
 //    batch frame and writes it; it frees the rings of exited threads once drained and keeps a few
 //    free rings ready.
 //  - the exit path (on_exit, or a context being destroyed) calls finish() once.
+//  - the _exit hook calls finish_from_exit_call(), possibly from a signal handler on a thread
+//    interrupted inside any of the above: it takes no lock and only asks the flusher, which does
+//    the last round itself, for a bounded time.
 // Lock order: activity_mu_ and the interner's mutex are never held together.
 #pragma once
 
@@ -41,6 +44,9 @@ class Recorder {
  public:
   // The recorder while recording, else nullptr: one acquire load on the hot path.
   static Recorder* active() { return active_.load(std::memory_order_acquire); }
+  // The recorder while the flusher ends it for an _exit (finish_from_exit_call), else nullptr:
+  // where CUPTI's buffers still go then, the hooks having stopped.
+  static Recorder* ending() { return ending_.load(std::memory_order_acquire); }
 
   // Starts recording (idempotent): opens the output, writes Hello, starts the flusher. `probes`
   // are gapwatch.v1.Probe values; `cupti_note` says why CUPTI is not in use, when it is not.
@@ -100,9 +106,13 @@ class Recorder {
   // Records CUPTI handed back unfinished (a forced flush), not recorded.
   void count_cupti_incomplete(uint64_t n) { cupti_incomplete_.fetch_add(n, std::memory_order_relaxed); }
   // What the flusher calls every kDevicePullPeriod (100 ms), before it drains, to make CUPTI hand
-  // back the records of finished work (its own flushing returns full buffers only). Set once,
-  // before the first round can need it.
-  void set_device_record_pull(void (*pull)()) { device_record_pull_.store(pull, std::memory_order_release); }
+  // back the records of finished work (its own flushing returns full buffers only); and `last`,
+  // what the exit paths call once for everything CUPTI still holds (a forced flush). Set once,
+  // before the first round can need them.
+  void set_device_record_pull(void (*pull)(), void (*last)()) {
+    device_record_last_pull_.store(last, std::memory_order_relaxed);
+    device_record_pull_.store(pull, std::memory_order_release);
+  }
   // How gapwatch stands with CUPTI's activity API while another client uses it (wire::
   // ActivityApiState): written with the next batch. Any thread; not a hot path.
   void note_activity_api_span(uint32_t state, uint64_t start_ns, uint64_t end_ns, const std::string& client);
@@ -112,6 +122,14 @@ class Recorder {
   // Flushes what is left, writes Goodbye, closes, says where the recording is. Once.
   // `exit_status`: what the process passed to exit(), or nullptr when not known.
   void finish(uint32_t exit_reason, const int* exit_status = nullptr);
+  // The _exit hook's finish, async-signal-safe: _exit is what signal and crash handlers leave by,
+  // on a thread that may have been interrupted holding any lock (the recorder's, the CUDA stack's,
+  // malloc's). On this thread only atomics, clock_gettime and nanosleep: it marks the recording
+  // finished (once; a second _exit, or one during finish(), returns at once), stops the hooks and
+  // hands the last round to the flusher (exit_round()), then waits for it at most kExitCallBoundMs.
+  // Whatever the flusher has not written by then is lost; the process exits regardless.
+  void finish_from_exit_call(int exit_status);
+  static constexpr int kExitCallBoundMs = 200;
   // In a forked child: forget everything without touching threads or locks (they are the parent's),
   // and close the child's copy of the sink's descriptor (close_sink_in_child).
   void abandon_in_child() {
@@ -168,6 +186,13 @@ class Recorder {
   ApiCallFields translate(const ApiCallRecord& r, uint32_t tid);
   NcclCallFields translate(const NcclCallRecord& r, uint32_t tid, std::vector<Comm>& comms);
   void flusher_main();
+  // The flusher's last round for finish_from_exit_call(): what the rings hold, then what CUPTI has
+  // finished, the Goodbye and the close, within the caller's deadline. It may block on a lock the
+  // interrupted thread holds: the caller's bound, not this, ends the process then.
+  void exit_round();
+  // After the last flush: the Goodbye, the close (waiting at most `drain_ms` for the collector),
+  // the line on stderr. The thread that owns the sink: the flusher, or finish() after the join.
+  void end_recording(uint32_t exit_reason, const int* exit_status, int drain_ms);
   // Whether some thread's ring is full enough that the flusher should drain now, not at its period.
   bool a_ring_filling() const;
   void flush_once(bool final);
@@ -187,6 +212,7 @@ class Recorder {
   EventRing* take_free_ring();
 
   static std::atomic<Recorder*> active_;
+  static std::atomic<Recorder*> ending_;
   static thread_local EventRing* t_ring_ __attribute__((tls_model("initial-exec")));
   static thread_local bool t_internal_ __attribute__((tls_model("initial-exec")));
   static thread_local uint64_t t_last_exit_ticks_ __attribute__((tls_model("initial-exec")));
@@ -227,6 +253,9 @@ class Recorder {
   uint64_t pulls_done_ = 0;       // device pulls made (flusher thread)
   uint64_t last_record_pull_ = 0; // the pull after which a device record last arrived
   uint64_t blind_since_ns_ = 0;  // 0: not blind
+  // CUPTI's last pull is done (the exit paths): a record still missing after it never came. Set
+  // by the thread that does the final flush, before it.
+  bool last_pull_taken_ = false;
   uint64_t cupti_dropped_at_check_ = 0;
 
   std::mutex comm_mu_;
@@ -237,6 +266,7 @@ class Recorder {
   std::atomic<uint64_t> cupti_incomplete_{0};
   uint64_t cupti_incomplete_sent_ = 0;
   std::atomic<void (*)()> device_record_pull_{nullptr};
+  std::atomic<void (*)()> device_record_last_pull_{nullptr};
   std::chrono::steady_clock::time_point next_pull_{};  // flusher only
 
   // Flusher state.
@@ -255,6 +285,12 @@ class Recorder {
   std::vector<DropCount> retired_drops_;  // final drop totals of threads whose rings were freed
   uint64_t cupti_dropped_sent_ = 0;
   std::atomic<bool> finished_{false};
+  // finish_from_exit_call() to the flusher: the request, the status and the deadline (monotonic
+  // ns), written before the request is; and the flusher's answer that the Goodbye is out.
+  std::atomic<bool> exit_requested_{false};
+  std::atomic<bool> exit_round_done_{false};
+  std::atomic<int> exit_call_status_{0};
+  std::atomic<uint64_t> exit_deadline_ns_{0};
   TickConverter ticks_;  // host timestamps arrive as ticks (host_clock.h)
   // Launches whose kernel has no device record yet, direct-mapped by correlation id: a few stores
   // per launch and per kernel record, no allocation, fixed memory. A slot is overwritten by the
