@@ -3,8 +3,8 @@
 // Every hooked NCCL call asks it (nccl_hooks.cpp), on the user's thread, so the lookup takes no
 // lock and touches a bounded number of slots: a fixed open-addressed set of handles, each probe
 // window kProbe slots long. A communicator not found is asked its rank and size once (off this
-// set's hands), then remembered; a destroyed one is forgotten (its slot becomes a tombstone), so
-// that a new communicator at the same address is asked again. A tombstone is taken again by the
+// set's hands), then remembered; a destroyed one is forgotten (its slot becomes a tombstone) before
+// NCCL frees it (nccl_hooks.cpp), so that a new communicator at the same address is asked again. A tombstone is taken again by the
 // next communicator whose window holds it: a job that creates and destroys communicators all along
 // (a communicator per phase, per pipeline stage) keeps its live ones cached, however many lifetimes
 // it goes through. A window with no free slot (more live communicators hashing there than it has

@@ -33,6 +33,11 @@ NcclCommCache<> g_known_comms;
 
 bool comm_known(uint64_t handle) { return g_known_comms.known(handle); }
 void remember_comm(uint64_t handle) { g_known_comms.remember(handle); }
+// Called before the real destroy or abort, never after: the real call frees the communicator, and
+// from then on another thread's new one may have its address. Forgotten after, a new one made in
+// between by a call the hooks do not see (ncclCommShrink, a pnccl* name) was taken for the old one
+// and kept its rank. A destroy that fails leaves a live communicator forgotten: asked again at its
+// next call, which costs one lookup.
 void forget_comm(const void* comm) { g_known_comms.forget(reinterpret_cast<uint64_t>(comm)); }
 
 void note_comm(Recorder* recorder, const void* comm, int rank, int nranks) {
@@ -301,18 +306,18 @@ GAPWATCH_HOOK ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nc
 
 GAPWATCH_HOOK ncclResult_t ncclCommAbort(ncclComm_t comm) {
   NCCL_REAL(ncclCommAbort);
+  forget_comm(comm);  // before the free: see forget_comm
   ncclResult_t r = real(comm);
   uint64_t exit = enter ? host_ticks() : 0;
   if (enter) record({op::kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, exit, r);
-  if (r == ncclSuccess) forget_comm(comm);
   return r;
 }
 
 GAPWATCH_HOOK ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   NCCL_REAL(ncclCommDestroy);
+  forget_comm(comm);  // before the free: see forget_comm
   ncclResult_t r = real(comm);
   uint64_t exit = enter ? host_ticks() : 0;
   if (enter) record({op::kCommDestroy, comm, 0, ncclInt8, -1, nullptr}, enter, exit, r);
-  if (r == ncclSuccess) forget_comm(comm);
   return r;
 }

@@ -11,12 +11,21 @@
 // collective on a communicator has a sequence number; every rank's device publishes its kernel's
 // start under it, and the kernel ends at the latest start + transfer time. SPMD programs call the
 // same collectives in the same order on every rank, which is what this relies on.
+//
+// ncclCommDestroy and ncclCommAbort free the communicator, as real NCCL does: the handle is invalid
+// from then on, and the next communicator made in the process may get its address. Which one does
+// is an allocator's choice; here it is always the next one made, by any thread (the memory of the
+// communicator freed last is taken first), so that a tool keying anything by the handle sees the
+// reuse. SIMCUDA_NCCL_DESTROY_LINGER_MS=N keeps the destroying call from returning for N ms after
+// the free, as a slow teardown's tail would: another thread's new communicator can take the
+// address while the destroy is still in progress (docs/simcuda.md, knobs).
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <limits.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -26,6 +35,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -85,6 +96,34 @@ struct ncclComm {
 };
 
 namespace {
+
+// Freed communicators' memory, the last freed on top; taken by the next communicator made.
+std::mutex g_freed_comms_mu;
+std::vector<void*> g_freed_comms;
+
+ncclComm* new_comm() {
+  void* memory = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_freed_comms_mu);
+    if (!g_freed_comms.empty()) {
+      memory = g_freed_comms.back();
+      g_freed_comms.pop_back();
+    }
+  }
+  return memory ? new (memory) ncclComm : new ncclComm;
+}
+
+// The end of ncclCommDestroy/ncclCommAbort. The shared segment stays mapped: device ops still
+// pending hold their rendezvous slots in it.
+void free_comm(ncclComm* comm) {
+  comm->~ncclComm();
+  {
+    std::lock_guard<std::mutex> lock(g_freed_comms_mu);
+    g_freed_comms.push_back(comm);
+  }
+  if (const char* linger = getenv("SIMCUDA_NCCL_DESTROY_LINGER_MS"))
+    if (int ms = atoi(linger); ms > 0) usleep(useconds_t(ms) * 1000);
+}
 
 struct PendingOp {
   std::string collective;  // "AllReduce", "Send", ...
@@ -333,7 +372,7 @@ ncclResult_t join(const std::string& segment, int nranks, int rank, int device, 
   void* p = mmap(nullptr, sizeof(SharedComm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return ncclSystemError;
-  auto* comm = new ncclComm;
+  ncclComm* comm = new_comm();
   comm->shared = static_cast<SharedComm*>(p);
   comm->segment = segment;
   comm->hash = hash;
@@ -488,8 +527,8 @@ NCCL_ALIAS(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
 NCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
-  // The mapping stays: device ops still pending may read their rendezvous slots.
   simnccl::profiler_finalize_comm(comm->profiler);
+  free_comm(comm);
   close_nccl_call(open_nccl_call("ncclCommDestroy", enter, 0), 0);
   return ncclSuccess;
 }
@@ -499,6 +538,7 @@ NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) {
   uint64_t enter = now_ns();
   if (!comm) return ncclInvalidArgument;
   simnccl::profiler_finalize_comm(comm->profiler);
+  free_comm(comm);
   close_nccl_call(open_nccl_call("ncclCommAbort", enter, 0), 0);
   return ncclSuccess;
 }
