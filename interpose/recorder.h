@@ -129,7 +129,7 @@ class Recorder {
   // hands the last round to the flusher (exit_round()), then waits for it at most kExitCallBoundMs.
   // Whatever the flusher has not written by then is lost; the process exits regardless.
   void finish_from_exit_call(int exit_status);
-  static constexpr int kExitCallBoundMs = 200;
+  static constexpr int kExitCallBoundMs = 1000;
   // In a forked child: forget everything without touching threads or locks (they are the parent's),
   // and close the child's copy of the sink's descriptor (close_sink_in_child).
   void abandon_in_child() {
