@@ -317,13 +317,16 @@ class FaultInjection(unittest.TestCase):
                               env=env, capture_output=True, text=True, timeout=HANG)
 
     def test_a_full_disk_cuts_the_recording_at_a_whole_frame_and_the_job_runs_on(self):
-        # The library's own file on a 96 KiB disk: the job's exit status is its own, the library
+        # The library's own file on a 192 KiB disk: the job's exit status is its own, the library
         # says the recording ends early, and the file reads to its last whole frame (it held half a
-        # frame before: "corrupt").
+        # frame before: "corrupt"). The job writes about 390 KB in frames of about 30 KB; the disk
+        # holds several, so that a flusher starved by a busy machine, whose first frame then holds
+        # more, still gets one written (at 96 KiB and half the job, none was, now and then, under
+        # a parallel test run).
         r = self.in_small_tmpfs(
-            'GAPWATCH_OUTPUT="$FULL/run.gwt" "$CUE" 3000 </dev/null >/dev/null 2>"$OUT/job.err"; echo "status $?";'
+            'GAPWATCH_OUTPUT="$FULL/run.gwt" "$CUE" 6000 </dev/null >/dev/null 2>"$OUT/job.err"; echo "status $?";'
             '"$GAPWATCH" dump --json "$FULL/run.gwt" >"$OUT/dump.json" 2>"$OUT/dump.err"; echo "dump $?";'
-            'cp "$FULL/run.gwt" "$OUT/copy.gwt"')
+            'cp "$FULL/run.gwt" "$OUT/copy.gwt"', size="192k")
         if "skip" in r.stdout:
             self.skipTest(r.stdout)
         self.assertIn("status 0", r.stdout, r.stderr)
