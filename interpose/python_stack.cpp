@@ -49,13 +49,13 @@ int64_t now_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// The interpreter's own version, 3.<minor>, else 0. From 3.11 the runtime exports it as data
-// (Py_Version, PY_VERSION_HEX); before, only as text from Py_GetVersion(), which formats
-// constants into a static buffer (no allocation, no lock, no thread state: callable from any
-// thread, before Py_Initialize too). Never from a file name: where libpython is linked into the
-// executable (Ubuntu 22.04's python3.10, conda's, most containers' pythons) the file that holds
-// _PyRuntime is the program, named "python" or "python3", with no version in it.
-// As PY_VERSION_HEX (0x030d00f0: 3.13.0 final) where the runtime exports it, else 3.<minor> only.
+// The interpreter's own version as PY_VERSION_HEX (0x030d00f0: 3.13.0 final), else 0. From 3.11
+// the runtime exports it as data (Py_Version); before, only as text from Py_GetVersion(), which
+// formats constants into a static buffer (no allocation, no lock, no thread state: callable from
+// any thread, before Py_Initialize too), and only major and minor are taken from it. Never from a
+// file name: where libpython is linked into the executable (Ubuntu 22.04's python3.10, conda's,
+// most containers' pythons) the file that holds _PyRuntime is the program, named "python" or
+// "python3", with no version in it.
 uint64_t interpreter_version(void* scope) {
   if (auto* hex = static_cast<const unsigned long*>(dlsym(scope, "Py_Version"))) return *hex;
   auto* get_version = reinterpret_cast<const char* (*)()>(dlsym(scope, "Py_GetVersion"));
