@@ -1,5 +1,7 @@
 #include "cuda_api_map.h"
 
+#include "pinned_host_ranges.h"
+
 namespace gapwatch {
 namespace {
 
@@ -19,7 +21,8 @@ uint8_t copy_kind_of(cudaMemcpyKind kind) {
 
 // A synchronous copy waits for the device except D2D, and H2D of 64 KiB or less (CUDA runtime
 // documentation, "API synchronization behavior"). Async copies wait only on pageable memory,
-// which the API call cannot tell: the analysis joins the copy's activity record for that.
+// which the API call cannot tell: the analysis joins the copy's activity record for that (see
+// async_copy for what the recorder itself tells, for the Python stack alone).
 void sync_copy(ApiCallRecord* e, uint8_t kind, uint64_t bytes) {
   e->kind = api_kind::kMemcpy;
   e->copy_kind = kind;
@@ -27,6 +30,40 @@ void sync_copy(ApiCallRecord* e, uint8_t kind, uint64_t bytes) {
   bool blocks = kind == copy_kind::kD2H || kind == copy_kind::kH2H || (kind == copy_kind::kH2D && bytes > kSmallH2DBytes);
   if (blocks) e->flags |= kFlagBlocked;
 }
+
+// An async copy (kind, copy_kind, bytes), and whether it only enqueues (kFlagEnqueuesOnly: no
+// Python stack walk, recorder.h), by the same documentation: device to device never blocks the
+// host; to or from pinned host memory it returns once the copy is queued; to pageable host memory
+// it returns only when the copy is done (PyTorch's .item() and .cpu()), from pageable memory it
+// stages through a pinned buffer and can wait for the stream; host to host is synchronous. Pinned
+// is what the table of pinned host ranges knows (pinned_host_ranges.h): memory it does not know
+// counts as pageable, and its copy keeps its walk. A direction left to the pointers
+// (cudaMemcpyDefault, cuMemcpyAsync): the copy only enqueues when exactly one side is known pinned,
+// the other then taken for device memory (a pinned-to-pageable host copy made that way, synchronous,
+// gets no stack: the one case this misjudges; both sides pinned is host to host: a walk).
+// `dst_extent` and `src_extent`: the bytes the copy spans on each side (a 2D copy's rows with their
+// pitch). Runs on the calling thread at the copy's exit; the lookups take no lock.
+void async_copy(ApiCallRecord* e, uint8_t kind, uint64_t bytes, const void* dst, uint64_t dst_extent, const void* src,
+                uint64_t src_extent) {
+  e->kind = api_kind::kMemcpyAsync;
+  e->copy_kind = kind;
+  e->bytes = bytes;
+  const PinnedHostRanges& pinned = pinned_host_ranges();
+  bool enqueues_only = false;
+  switch (kind) {
+    case copy_kind::kD2D: enqueues_only = true; break;
+    case copy_kind::kH2D: enqueues_only = pinned.pinned(src, src_extent); break;
+    case copy_kind::kD2H: enqueues_only = pinned.pinned(dst, dst_extent); break;
+    case copy_kind::kH2H: break;
+    default: enqueues_only = pinned.pinned(dst, dst_extent) != pinned.pinned(src, src_extent); break;
+  }
+  if (enqueues_only) e->flags |= kFlagEnqueuesOnly;
+}
+
+// The bytes a 2D copy spans on one side: height rows `pitch` apart, the last `width` long.
+uint64_t span_2d(size_t pitch, size_t width, size_t height) { return height ? uint64_t(pitch) * (height - 1) + width : 0; }
+
+const void* as_pointer(CUdeviceptr p) { return reinterpret_cast<const void*>(uintptr_t(p)); }
 
 void set(ApiCallRecord* e, uint8_t kind, bool blocked = false) {
   e->kind = kind;
@@ -57,8 +94,8 @@ bool classify_runtime(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
       auto* q = static_cast<const cudaMemcpyAsync_v3020_params*>(p);
-      e->kind = api_kind::kMemcpyAsync;
-      if (q) e->copy_kind = copy_kind_of(q->kind), e->bytes = q->count;
+      if (q) async_copy(e, copy_kind_of(q->kind), q->count, q->dst, q->count, q->src, q->count);
+      else set(e, api_kind::kMemcpyAsync);
       return true;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
@@ -67,10 +104,29 @@ bool classify_runtime(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
       return set(e, api_kind::kMemcpy), true;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000:
-      return set(e, api_kind::kMemcpyAsync), true;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020: {
+      auto* q = static_cast<const cudaMemcpy2DAsync_v3020_params*>(p);
+      if (q)
+        async_copy(e, copy_kind_of(q->kind), uint64_t(q->width) * q->height, q->dst, span_2d(q->dpitch, q->width, q->height),
+                   q->src, span_2d(q->spitch, q->width, q->height));
+      else set(e, api_kind::kMemcpyAsync);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020: {
+      // Only its direction is read (the pitched pointers' extents are not worked out): device to
+      // device only enqueues; any other keeps its walk, as before.
+      auto* q = static_cast<const cudaMemcpy3DAsync_v3020_params*>(p);
+      set(e, api_kind::kMemcpyAsync);
+      if (q && q->p && q->p->kind == cudaMemcpyDeviceToDevice) e->flags |= kFlagEnqueuesOnly;
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000: {  // device to device, between devices
+      auto* q = static_cast<const cudaMemcpyPeerAsync_v4000_params*>(p);
+      set(e, api_kind::kMemcpyAsync);
+      if (q) e->bytes = q->count;
+      e->flags |= kFlagEnqueuesOnly;
+      return true;
+    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020: {
       auto* q = static_cast<const cudaMemset_v3020_params*>(p);
       set(e, api_kind::kMemset);
@@ -191,14 +247,31 @@ bool classify_driver(CUpti_CallbackId cbid, const void* p, ApiCallRecord* e) {
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
       return set(e, api_kind::kMemcpy), true;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
-      return e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kH2D, true;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
-      return e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kD2H, true;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
-      return e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kD2D, true;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
-      return set(e, api_kind::kMemcpyAsync), true;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2: {
+      auto* q = static_cast<const cuMemcpyHtoDAsync_v2_params*>(p);
+      if (q) async_copy(e, copy_kind::kH2D, q->ByteCount, as_pointer(q->dstDevice), q->ByteCount, q->srcHost, q->ByteCount);
+      else e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kH2D;
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2: {
+      auto* q = static_cast<const cuMemcpyDtoHAsync_v2_params*>(p);
+      if (q) async_copy(e, copy_kind::kD2H, q->ByteCount, q->dstHost, q->ByteCount, as_pointer(q->srcDevice), q->ByteCount);
+      else e->kind = api_kind::kMemcpyAsync, e->copy_kind = copy_kind::kD2H;
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2: {
+      auto* q = static_cast<const cuMemcpyDtoDAsync_v2_params*>(p);
+      async_copy(e, copy_kind::kD2D, q ? q->ByteCount : 0, nullptr, 0, nullptr, 0);
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync: {  // the direction is the pointers'
+      auto* q = static_cast<const cuMemcpyAsync_params*>(p);
+      if (q)
+        async_copy(e, copy_kind::kUnspecified, q->ByteCount, as_pointer(q->dst), q->ByteCount, as_pointer(q->src),
+                   q->ByteCount);
+      else set(e, api_kind::kMemcpyAsync);
+      return true;
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
@@ -280,6 +353,60 @@ bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const
   e->domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? api_domain::kRuntime : api_domain::kDriver;
   e->cbid = cbid;
   return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? classify_runtime(cbid, params, e) : classify_driver(cbid, params, e);
+}
+
+void note_host_memory(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* p, int return_code) {
+  if (return_code != 0 || !p) return;  // cudaSuccess, CUDA_SUCCESS: a failed call changed nothing
+  PinnedHostRanges& pinned = pinned_host_ranges();
+  // Allocations hand their pointer back through the params' out pointer, filled by the exit.
+  auto allocated = [&](void* const* out, size_t bytes) {
+    if (out && *out) pinned.add(*out, bytes);
+  };
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
+        auto* q = static_cast<const cudaMallocHost_v3020_params*>(p);
+        return allocated(q->ptr, q->size);
+      }
+      case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
+        auto* q = static_cast<const cudaHostAlloc_v3020_params*>(p);
+        return allocated(q->pHost, q->size);
+      }
+      case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000: {
+        auto* q = static_cast<const cudaHostRegister_v4000_params*>(p);
+        pinned.add(q->ptr, q->size);
+        return;
+      }
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
+        return pinned.remove(static_cast<const cudaFreeHost_v3020_params*>(p)->ptr);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000:
+        return pinned.remove(static_cast<const cudaHostUnregister_v4000_params*>(p)->ptr);
+      default:
+        return;
+    }
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+      auto* q = static_cast<const cuMemAllocHost_v2_params*>(p);
+      return allocated(q->pp, q->bytesize);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+      auto* q = static_cast<const cuMemHostAlloc_params*>(p);
+      return allocated(q->pp, q->bytesize);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
+      auto* q = static_cast<const cuMemHostRegister_v2_params*>(p);
+      pinned.add(q->p, q->bytesize);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+      return pinned.remove(static_cast<const cuMemFreeHost_params*>(p)->p);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
+      return pinned.remove(static_cast<const cuMemHostUnregister_params*>(p)->p);
+    default:
+      return;
+  }
 }
 
 bool is_poll(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {

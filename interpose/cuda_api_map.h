@@ -15,6 +15,15 @@ namespace gapwatch {
 // Returns false for calls gapwatch does not record.
 bool classify_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, ApiCallRecord* event);
 
+// At the exit of a call that pins or unpins host memory (those classified kHostAlloc or kHostFree:
+// cudaMallocHost, cudaHostAlloc, cudaHostRegister, cuMemAllocHost, cuMemHostAlloc,
+// cuMemHostRegister and their frees and unregistrations) that returned `return_code`: the table of
+// pinned host ranges (pinned_host_ranges.h) that async copies are classified by. Any other call:
+// nothing. Called on the calling thread, also when its record cannot be reserved (a full ring): a
+// range missed here would make its copies walk, one missed free would take pageable memory for
+// pinned.
+void note_host_memory(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, int return_code);
+
 // The callback ids gapwatch enables, per domain (0-terminated lists).
 extern const CUpti_CallbackId kRecordedRuntimeCbids[];
 extern const CUpti_CallbackId kRecordedDriverCbids[];

@@ -276,14 +276,21 @@ void record_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const v
     }
   }
   ApiCallRecord* e = recorder->reserve_api_call();
-  if (!e) return;
+  const int code = d->functionReturnValue ? *static_cast<const int*>(d->functionReturnValue) : 0;
+  if (!e) {  // dropped (counted): the table of pinned host ranges still follows the call
+    note_host_memory(domain, cbid, d->functionParams, code);
+    return;
+  }
   if (!classify_api_call(domain, cbid, d->functionParams, e)) return;  // reserved, never published
+  // Pinning and unpinning calls (rare): the table async copies are classified by.
+  if (__builtin_expect(e->kind == wire::ApiKind::kHostAlloc || e->kind == wire::ApiKind::kHostFree, 0))
+    note_host_memory(domain, cbid, d->functionParams, code);
   if (poll) e->bytes = 1;
   e->start_ticks = *d->correlationData;
   e->end_ticks = exit_ticks;
   e->correlation = d->correlationId;
   e->api_name = d->functionName;
-  if (d->functionReturnValue) e->return_code = *static_cast<const int*>(d->functionReturnValue);
+  e->return_code = code;
   if (runtime) e->call_site = t_call_site;  // set when a preloaded hook is around this call
   e->symbol_name = d->symbolName;
   recorder->attach_python_stack(e);

@@ -19,6 +19,10 @@ enum class EventType : uint8_t { kApiCall = 1, kNcclCall = 3 };
 
 enum EventFlags : uint8_t {
   kFlagBlocked = 1 << 0,  // the call waits for the device by its documented semantics
+  // An async copy that only enqueues: device to device, or its host side known pinned
+  // (cuda_api_map.cpp, async_copy). It gets no Python stack. Not sent: the flusher reads
+  // kFlagBlocked alone.
+  kFlagEnqueuesOnly = 1 << 1,
 };
 
 // One CUDA API call, from a CUPTI callback or a runtime symbol hook.

@@ -70,8 +70,11 @@ class RuntimeHookScope {
     if (!recorder || Recorder::on_internal_thread()) return;
     uint64_t exit_ticks = host_ticks();
     ApiCallRecord* e = recorder->reserve_api_call();
-    if (!e) return;
+    if (!e) return note_host_memory(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, result);  // dropped
     if (!classify_api_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, e)) return;
+    // Pinning and unpinning calls (rare): the table async copies are classified by.
+    if (__builtin_expect(e->kind == wire::ApiKind::kHostAlloc || e->kind == wire::ApiKind::kHostFree, 0))
+      note_host_memory(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, result);
     e->start_ticks = enter_;
     e->end_ticks = exit_ticks;
     e->api_name = name;
