@@ -5,10 +5,14 @@ GAPWATCH_PY_STACKS=0 (the call recorded, no stack read) and under gapwatch with 
 
 Each (interpreter, repetition) runs one child process per configuration, the configurations
 interleaved (their order rotated each repetition), so machine noise hits every one alike. A child
-(this file, --child) makes, for each depth (--depths) and call, blocking calls from the innermost of
+(this file, --child) makes, for each depth (--depths) and call (--calls), calls from the innermost of
 that many Python frames (nn.Module-like methods calling each other, in a file at a site-packages
-path of realistic length): cudaStreamSynchronize on an idle stream, and a 4-byte cudaMemcpy device
-to host into pageable memory. The simulator's own API time is set to almost nothing (1 ns), so
+path of realistic length): cudaStreamSynchronize on an idle stream (sync), a 4-byte cudaMemcpy device
+to host into pageable memory (d2h), and cudaMemcpyAsync of each kind (issue 36, item 4): device to
+device (d2d-async), host to device from cudaMallocHost memory (h2d-pinned-async), device to host
+into pageable memory (d2h-pageable-async, what PyTorch's .item() makes). The first two and the last
+block the host and carry a stack; the async copies that only enqueue carry none (a stack there
+would be paid between launches). The simulator's own API time is set to almost nothing (1 ns), so
 gapwatch's part is most of what is timed. Calls come in bursts of --burst, a pause of --pause-ms
 between bursts: gapwatch hands stacks to its flusher through a 1 MiB mailbox drained once a flush
 period (50 ms); calls back to back (--pause-ms 0) fill it, and a stack missed for a full mailbox
@@ -19,7 +23,9 @@ Printed per interpreter, depth and call: ns per call (calling thread CPU, median
 the repetitions), the median of the per-repetition differences "stacks - stacks off" (the cost of
 the stack) and "stacks off - none" (the cost of recording the call), and what the recording holds:
 the calls that carry a stack, the frames in it ("48+" when cut at the limit) and the stacks missed
-(DROP_SOURCE_PYTHON_STACK). Never asserts a time: a benchmark."""
+(DROP_SOURCE_PYTHON_STACK). --baseline-lib adds a fourth configuration, interleaved with the
+others: an older libgapwatch.so with stacks on (a build of an earlier commit's gapwatch_interpose
+target), and its difference to stacks off. Never asserts a time: a benchmark."""
 import argparse
 import ctypes
 import json
@@ -30,8 +36,15 @@ import sys
 import tempfile
 import time
 
-CALLS = ("sync", "d2h")
-API_NAME = {"sync": "cudaStreamSynchronize", "d2h": "cudaMemcpy"}
+# Each call: the API name it is recorded under, the bytes it moves (which tell the copies apart in
+# the recording), and whether it can block the host (so carries a stack).
+CALL_SPECS = {
+    "sync": ("cudaStreamSynchronize", 0, True),
+    "d2h": ("cudaMemcpy", 4, True),
+    "d2d-async": ("cudaMemcpyAsync", 8, False),
+    "h2d-pinned-async": ("cudaMemcpyAsync", 12, False),
+    "d2h-pageable-async": ("cudaMemcpyAsync", 16, True),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,31 +125,45 @@ def child(spec):
     rt = ctypes.CDLL(os.path.join(simlib, "libcudart.so.13"))
     rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
     rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    rt.cudaMemcpyAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    rt.cudaMallocHost.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
     rt.cudaStreamCreate.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
     rt.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
+    drain = rt.cudaDeviceSynchronize  # untimed, between bursts: not one of the measured calls
     device = ctypes.c_void_p()
+    device2 = ctypes.c_void_p()
+    pinned = ctypes.c_void_p()
     stream = ctypes.c_void_p()
-    if rt.cudaMalloc(ctypes.byref(device), 4) or rt.cudaStreamCreate(ctypes.byref(stream)):
+    if (rt.cudaMalloc(ctypes.byref(device), 64) or rt.cudaMalloc(ctypes.byref(device2), 64) or
+            rt.cudaMallocHost(ctypes.byref(pinned), 64) or rt.cudaStreamCreate(ctypes.byref(stream))):
         sys.exit("python_stack_cost.py: the simulated runtime failed to start")
-    host = ctypes.c_float()
+    host = (ctypes.c_float * 16)()
     host_p, device_p, stream_p = ctypes.addressof(host), device.value, stream.value
-    sync, memcpy = rt.cudaStreamSynchronize, rt.cudaMemcpy
-    # The ctypes functions themselves, called from timed_bursts: no Python frame in between.
-    fns = {"sync": (sync, (stream_p,)), "d2h": (memcpy, (host_p, device_p, 4, 2))}
+    sync, memcpy, memcpy_async = rt.cudaStreamSynchronize, rt.cudaMemcpy, rt.cudaMemcpyAsync
+    # The ctypes functions themselves, called from timed_bursts: no Python frame in between. The
+    # async copies go on the created stream; a cudaDeviceSynchronize after each burst (untimed)
+    # leaves it idle for the next.
+    fns = {"sync": (sync, (stream_p,)), "d2h": (memcpy, (host_p, device_p, 4, 2)),
+           "d2d-async": (memcpy_async, (device2.value, device_p, 8, 3, stream_p)),
+           "h2d-pinned-async": (memcpy_async, (device_p, pinned.value, 12, 1, stream_p)),
+           "d2h-pageable-async": (memcpy_async, (host_p, device_p, 16, 2, stream_p))}
+    calls_run = spec["calls"]
     pause_s = spec["pause_ms"] / 1000.0
     # The same combinations in the same order as measured, a burst each: the interpreter lookup
     # (first stack) and first-call costs stay out of the timed bursts.
     for depth in spec["depths"]:
-        for name in CALLS:
+        for name in calls_run:
             at_depth(depth, fns[name] + (1, spec["warmup"], pause_s))
+            drain()
     totals = {}
     for _ in range(spec["rounds"]):
         for depth in spec["depths"]:
-            for name in CALLS:
+            for name in calls_run:
                 cpu, wall = at_depth(depth, fns[name] + (spec["bursts"], spec["burst"], pause_s))
                 t = totals.setdefault("%s/%d" % (name, depth), [0, 0])
                 t[0] += cpu
                 t[1] += wall
+                drain()
     calls = spec["rounds"] * spec["bursts"] * spec["burst"]
     print(json.dumps({k: [cpu / calls, wall / calls] for k, (cpu, wall) in totals.items()}))
 
@@ -155,6 +182,8 @@ ap.add_argument("--python", action="append",
                 help="an interpreter to measure (repeatable); default: the one running this script")
 ap.add_argument("--repeats", type=int, default=7, help="interleaved runs of each configuration")
 ap.add_argument("--depths", default="25,60", help="Python frames at the call (gapwatch keeps 48)")
+ap.add_argument("--calls", default=",".join(CALL_SPECS), help="which calls, comma-separated: " + ", ".join(CALL_SPECS))
+ap.add_argument("--baseline-lib", help="an older libgapwatch.so, measured with stacks on as a fourth configuration")
 ap.add_argument("--burst", type=int, default=200, help="calls timed back to back")
 ap.add_argument("--bursts", type=int, default=4, help="bursts per round, for each depth and call")
 ap.add_argument("--rounds", type=int, default=2, help="rounds through all depths and calls per run")
@@ -174,9 +203,17 @@ for path in (lib, cupti, gapwatch, os.path.join(simlib, "libcudart.so.13")):
         sys.exit("python_stack_cost.py: %s is missing: build first (scripts/setup.sh)" % path)
 pythons = args.python or [sys.executable]
 depths = [int(d) for d in args.depths.split(",")]
+CALLS = [c for c in args.calls.split(",") if c]
+for c in CALLS:
+    if c not in CALL_SPECS:
+        sys.exit("python_stack_cost.py: no call %r (%s)" % (c, ", ".join(CALL_SPECS)))
 CONFIGS = [("none", None), ("stacks off", {"GAPWATCH_PY_STACKS": "0"}), ("stacks", {})]
+if args.baseline_lib:
+    if not os.path.exists(args.baseline_lib):
+        sys.exit("python_stack_cost.py: %s is missing" % args.baseline_lib)
+    CONFIGS.append(("before", {"GAPWATCH_LIB": os.path.abspath(args.baseline_lib)}))
 spec = {"simlib": simlib, "depths": depths, "burst": args.burst, "bursts": args.bursts, "rounds": args.rounds,
-        "pause_ms": args.pause_ms, "warmup": args.warmup}
+        "pause_ms": args.pause_ms, "warmup": args.warmup, "calls": CALLS}
 timed = args.rounds * args.bursts * args.burst
 
 
@@ -204,14 +241,15 @@ def check_recording(path):
             stacks[s["id"]] = (len(lines) - cut, cut)
         elif line.startswith('{"type":"api_call"'):
             c = json.loads(line)
-            key = (c["name"], c["python_stack_id"])
+            key = (c["name"], c["bytes"], c["python_stack_id"])
             seen[key] = seen.get(key, 0) + 1
         elif line.startswith('{"type":"goodbye"'):
             missed = sum(d["dropped"] for d in json.loads(line)["drops"] if d["source"] == "python_stack")
     calls, kept = {}, {}
     for call in CALLS:
-        for (api, sid), n in seen.items():
-            if api != API_NAME[call]:
+        api_name, call_bytes, _ = CALL_SPECS[call]
+        for (api, nbytes, sid), n in seen.items():
+            if api != api_name or nbytes != call_bytes:
                 continue
             depth = None
             if sid:
@@ -229,8 +267,9 @@ def run(python, extra, workdir):
     env["LD_LIBRARY_PATH"] = simlib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     out_path = os.path.join(workdir, "stack-cost.gwt")
     if extra is not None:
+        extra = dict(extra)
+        env["LD_PRELOAD"] = extra.pop("GAPWATCH_LIB", lib)
         env.update(extra)
-        env["LD_PRELOAD"] = lib
         env["GAPWATCH_CUPTI_PATH"] = cupti
         env["GAPWATCH_OUTPUT"] = out_path
     out = subprocess.run([python, os.path.abspath(__file__), "--child", json.dumps(spec)], env=env,
@@ -283,32 +322,44 @@ with tempfile.TemporaryDirectory() as workdir:
                     recordings[name].append(recording)
         print()
         print("%s (Python %s): ns per call" % (python, version))
-        print("%-5s %6s %20s %20s %20s %8s %8s %7s %7s %7s %8s %6s" %
-              ("call", "frames", "none", "stacks off", "stacks", "stack", "record", "wall", "wall", "wall",
-               "stacked", "kept"))
-        print("%-5s %6s %20s %20s %20s %8s %8s %7s %7s %7s %8s %6s" %
-              ("", "", "", "", "", "on-off", "off-none", "none", "off", "on", "per run", ""))
+        names = [n for n, _ in CONFIGS]
+        before = "before" in names
+        head = ["call", "frames"] + names + ["stack", "record"] + (["before"] if before else []) + \
+            ["wall"] * len(names) + ["stacked"] + (["stacked"] if before else []) + ["kept"]
+        head2 = ["", ""] + [""] * len(names) + ["on-off", "off-none"] + (["-off"] if before else []) + \
+            names + ["per run"] + (["before"] if before else []) + [""]
+        fmt = " ".join(["%-18s", "%6s"] + ["%20s"] * len(names) + ["%8s", "%8s"] + (["%8s"] if before else []) +
+                       ["%10s"] * len(names) + ["%9s"] + (["%9s"] if before else []) + ["%6s"])
+        print(fmt % tuple(head))
+        print(fmt % tuple(head2))
         expected = args.warmup + timed
         for depth in depths:
             for call in CALLS:
                 key = "%s/%d" % (call, depth)
-                cpu = {n: [r[key][0] for r in samples[n]] for n, _ in CONFIGS}
-                wall = {n: [r[key][1] for r in samples[n]] for n, _ in CONFIGS}
+                cpu = {n: [r[key][0] for r in samples[n]] for n in names}
+                wall = {n: [r[key][1] for r in samples[n]] for n in names}
                 cols = ["%6.0f (%5.0f-%5.0f)" % (statistics.median(cpu[n]), pct(cpu[n], 0.1), pct(cpu[n], 0.9))
-                        for n, _ in CONFIGS]
-                on_off = statistics.median(a - b for a, b in zip(cpu["stacks"], cpu["stacks off"]))
-                off_none = statistics.median(a - b for a, b in zip(cpu["stacks off"], cpu["none"]))
-                walls = ["%7.0f" % statistics.median(wall[n]) for n, _ in CONFIGS]
-                stacked = min(r[0].get((call, depth), 0) for r in recordings["stacks"])
+                        for n in names]
+                diffs = [statistics.median(a - b for a, b in zip(cpu["stacks"], cpu["stacks off"])),
+                         statistics.median(a - b for a, b in zip(cpu["stacks off"], cpu["none"]))]
+                if before:
+                    diffs.append(statistics.median(a - b for a, b in zip(cpu["before"], cpu["stacks off"])))
+                walls = ["%.0f" % statistics.median(wall[n]) for n in names]
+                stacked = ["%d/%d" % (min(r[0].get((call, depth), 0) for r in recordings[n]), expected)
+                           for n in (["stacks", "before"] if before else ["stacks"])]
                 kept = ",".join(sorted(set().union(*(r[1].get(depth, set()) for r in recordings["stacks"])))) or "-"
-                print("%-5s %6d %s %+8.0f %+8.0f %s %8s %6s" %
-                      (call, depth, " ".join(cols), on_off, off_none, " ".join(walls),
-                       "%d/%d" % (stacked, expected), kept))
-        unstacked = {n: [sum(v for (c, d), v in r[0].items() if d is None) for r in recordings[n]]
-                     for n in recordings}
-        print("per run with stacks: timed and warm-up calls without a stack %s, stacks missed %s; with "
-              "GAPWATCH_PY_STACKS=0: calls with a stack %s" %
-              (",".join(map(str, unstacked["stacks"])), ",".join(str(r[2]) for r in recordings["stacks"]),
+                print(fmt % tuple([call, depth] + cols + ["%+.0f" % d for d in diffs] + walls + stacked + [kept]))
+        # Calls that can block and have no stack, and calls that only enqueue and have one: both
+        # should be 0 (each run's total over depths).
+        blocking = {c for c in CALLS if CALL_SPECS[c][2]}
+        unstacked = [sum(v for (c, d), v in r[0].items() if d is None and c in blocking) for r in recordings["stacks"]]
+        wrongly = [sum(v for (c, d), v in r[0].items() if d is not None and c not in blocking)
+                   for r in recordings["stacks"]]
+        print("per run with stacks: blocking calls (timed and warm-up) without a stack %s, non-blocking calls with a "
+              "stack %s, stacks missed %s; with GAPWATCH_PY_STACKS=0: calls with a stack %s%s" %
+              (",".join(map(str, unstacked)), ",".join(map(str, wrongly)),
+               ",".join(str(r[2]) for r in recordings["stacks"]),
                ",".join(str(sum(v for (c, d), v in r[0].items() if d is not None))
-                        for r in recordings["stacks off"])))
+                        for r in recordings["stacks off"]),
+               "; before: stacks missed %s" % ",".join(str(r[2]) for r in recordings["before"]) if before else ""))
         sys.stdout.flush()
