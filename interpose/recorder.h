@@ -81,21 +81,23 @@ class Recorder {
   uint32_t post_stack_text(const char* text, size_t length);
   // Hot path, for every call record before publish(): which calls carry the thread's Python stack.
   // Those that wait for the device (by their documented semantics), async copies that can block
-  // the host (pageable memory, host to host, a host side not known pinned; not those marked
-  // kFlagEnqueuesOnly at classification: device to device, pinned host memory), and a launch that
-  // ends a stretch of host time of at least GAPWATCH_PY_GAP_MS since the thread's previous
-  // recorded call (where the host was when it came back to the device). A launch pays two
-  // thread-local accesses and a compare, as before; the walk itself only happens on those calls.
+  // the host (pageable memory, host to host, a host side not known pinned), and a launch, or an
+  // async copy that only enqueues (kFlagEnqueuesOnly at classification: device to device, pinned
+  // host memory), that ends a stretch of host time of at least GAPWATCH_PY_GAP_MS since the
+  // thread's previous recorded call (where the host was when it came back to the device: a data
+  // loader's batch often comes back as a pinned copy). A launch pays two thread-local accesses
+  // and a compare, as before; the walk itself only happens on those calls.
   void attach_python_stack(ApiCallRecord* e) {
     const uint64_t previous_exit = t_last_exit_ticks_;
     t_last_exit_ticks_ = e->end_ticks;
     t_ring_->note_exit(e->end_ticks);  // reserved from it: not null
-    if (e->kind == wire::ApiKind::kLaunch || e->kind == wire::ApiKind::kGraphLaunch) {
-      if (PythonSampler* sampler = sampler_.get()) sampler->note_launch(t_ring_);
+    const bool launch = e->kind == wire::ApiKind::kLaunch || e->kind == wire::ApiKind::kGraphLaunch;
+    if (launch || (e->flags & kFlagEnqueuesOnly)) {
+      if (launch)
+        if (PythonSampler* sampler = sampler_.get()) sampler->note_launch(t_ring_);
       const uint64_t gap = long_host_gap_ticks_.load(std::memory_order_relaxed);
       if (__builtin_expect(!gap || !previous_exit || e->start_ticks - previous_exit < gap, 1)) return;
-    } else if (!(e->flags & kFlagBlocked) &&
-               (e->kind != wire::ApiKind::kMemcpyAsync || (e->flags & kFlagEnqueuesOnly))) {
+    } else if (!(e->flags & kFlagBlocked) && e->kind != wire::ApiKind::kMemcpyAsync) {
       return;
     }
     e->python_stack = post_python_stack();

@@ -5,13 +5,16 @@ cudaMemcpyDefault / cuMemcpyAsync, host to host, and into memory after it was un
 copy is made on a line that ends `# COPY <bytes> stack|none`: it moves that many bytes (unique per
 line) and must carry the line's Python stack (`stack`: it can block the host) or none (`none`: it
 only enqueues) in the recording (python_async_copy_stacks_test.py). Every copy is made REPEATS
-times.
+times. With --after-pause SECONDS it makes, instead, one pinned copy (`# COPY <bytes> after-pause`)
+after that long out of CUDA: like a launch, a copy that only enqueues carries its stack when it ends
+a stretch of host time of GAPWATCH_PY_GAP_MS or more.
 
-    python_async_copy_stacks_prog.py SIMLIB_DIR"""
+    python_async_copy_stacks_prog.py SIMLIB_DIR [--after-pause SECONDS]"""
 import ctypes
 import mmap
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from python_stacks_prog import Runtime  # noqa: E402
@@ -115,6 +118,11 @@ class Copies:
 
 def main():
     copies = Copies(sys.argv[1])
+    if "--after-pause" in sys.argv:
+        time.sleep(float(sys.argv[sys.argv.index("--after-pause") + 1]))
+        copies.rt.cudaMemcpyAsync(copies.dev, copies.pinned, 125, H2D, None)  # COPY 125 after-pause
+        copies.rt.cudaStreamSynchronize(None)
+        return
     rt, cu = copies.rt, copies.cu
     Copies.check(rt.cudaHostRegister(copies.registered, 4096, 0), "cudaHostRegister")
     Copies.check(cu.cuMemHostRegister_v2(copies.driver_registered, 4096, 0), "cuMemHostRegister")

@@ -7,8 +7,11 @@ must show the line's stack, innermost frame at that line, on every `stack` copy 
 memory, host to host, memory after its unregistration), none on every `none` copy (device to
 device, pinned by cudaMallocHost, cudaHostAlloc, cudaHostRegister, cuMemAllocHost or
 cuMemHostRegister, a direction left to the pointers with the host side pinned), and no stack missed.
-Under LD_PRELOAD (CUPTI, the runtime's and the driver's calls) and under CUDA_INJECTION64_PATH.
-Nothing here is timing: every expectation comes from the program's source."""
+Under LD_PRELOAD (CUPTI, the runtime's and the driver's calls) and under CUDA_INJECTION64_PATH,
+with GAPWATCH_PY_GAP_MS=0 (no stack for ending a stretch of host time, whatever the machine's
+pauses). And a pinned copy made after 0.5 s out of CUDA, with GAPWATCH_PY_GAP_MS=100, carries its
+stack, as a launch there would. Nothing here is timing: every expectation comes from the program's
+source and the program's own pause, five times the rule's bound."""
 import os
 import re
 import tempfile
@@ -27,7 +30,7 @@ def marked_copies():
     found = {}
     with open(PROG) as f:
         for number, text in enumerate(f, 1):
-            m = re.search(r"#\s*COPY\s+(\d+)\s+(stack|none)\s*$", text)
+            m = re.search(r"#\s*COPY\s+(\d+)\s+(stack|none|after-pause)\s*$", text)
             if m:
                 assert int(m.group(1)) not in found, "bytes %s marked twice" % m.group(1)
                 found[int(m.group(1))] = (number, m.group(2))
@@ -47,14 +50,20 @@ def stack_misses(events):
     return {k: v for k, v in misses.items() if v}
 
 
+def record(mode, args=(), extra=None):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.gwt")
+        r = gwtest.run([PYTHON, PROG, os.path.abspath(gwtest.SIMLIB)] + list(args), gwtest.gapwatch_env(mode, out, extra),
+                       cwd=d)
+        if r.returncode != 0:
+            raise AssertionError("the program failed (%d): %s" % (r.returncode, r.stderr))
+        return gwtest.dump(out)
+
+
 class AsyncCopyStacks(unittest.TestCase):
     def check(self, mode):
-        marks = marked_copies()
-        with tempfile.TemporaryDirectory() as d:
-            out = os.path.join(d, "r.gwt")
-            r = gwtest.run([PYTHON, PROG, os.path.abspath(gwtest.SIMLIB)], gwtest.gapwatch_env(mode, out), cwd=d)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            events = gwtest.dump(out)
+        marks = {b: m for b, m in marked_copies().items() if m[1] != "after-pause"}
+        events = record(mode, extra={"GAPWATCH_PY_GAP_MS": "0"})
         copies = [e for e in events if e["type"] == "api_call" and e["kind"] in COPY_KINDS]
         seen, wrong = {}, []
         for c in copies:
@@ -85,6 +94,16 @@ class AsyncCopyStacks(unittest.TestCase):
 
     def test_injection(self):
         self.check("injection")
+
+    def test_a_pinned_copy_after_a_long_host_stretch_has_its_stack(self):
+        (nbytes, (line, _)), = [(b, m) for b, m in marked_copies().items() if m[1] == "after-pause"]
+        events = record("preload", ["--after-pause", "0.5"], {"GAPWATCH_PY_GAP_MS": "100"})
+        copies = [e for e in events if e["type"] == "api_call" and e["kind"] in COPY_KINDS and e["bytes"] == nbytes]
+        self.assertEqual(len(copies), 1, copies)
+        stack = copies[0].get("python_stack") or []
+        self.assertTrue(stack, "the copy after 0.5 s out of CUDA has no stack: %s" % copies[0])
+        self.assertEqual((stack[0]["file"], stack[0]["line"]), (PROG, line), stack)
+        self.assertEqual(stack_misses(events), {}, "stacks missed")
 
 
 if __name__ == "__main__":
