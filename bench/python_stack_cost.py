@@ -16,7 +16,9 @@ would be paid between launches). The simulator's own API time is set to almost n
 gapwatch's part is most of what is timed. Calls come in bursts of --burst, a pause of --pause-ms
 between bursts: gapwatch hands stacks to its flusher through a 1 MiB mailbox drained once a flush
 period (50 ms); calls back to back (--pause-ms 0) fill it, and a stack missed for a full mailbox
-has been read but not copied. Each burst is timed by the calling thread's CPU time and by wall
+has been read but not copied. Every gapwatch configuration runs with GAPWATCH_PY_GAP_MS=0: the
+pause would otherwise make each burst's first call one that ends a stretch of host time, and an
+async copy that only enqueues carries its stack there (docs/design/python-stacks.md). Each burst is timed by the calling thread's CPU time and by wall
 time; a child gives the mean over its bursts, the table the median over the repetitions.
 
 Printed per interpreter, depth and call: ns per call (calling thread CPU, median; p10 and p90 over
@@ -269,6 +271,7 @@ def run(python, extra, workdir):
     if extra is not None:
         extra = dict(extra)
         env["LD_PRELOAD"] = extra.pop("GAPWATCH_LIB", lib)
+        env["GAPWATCH_PY_GAP_MS"] = "0"  # no stack for ending the pause between bursts
         env.update(extra)
         env["GAPWATCH_CUPTI_PATH"] = cupti
         env["GAPWATCH_OUTPUT"] = out_path
