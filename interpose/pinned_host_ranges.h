@@ -14,12 +14,12 @@
 //  - add() and remove(): the rare calls above; serialized by a mutex (never held with another
 //    gapwatch lock, never on a launch or a copy), each change bracketed by a sequence counter.
 //  - pinned(): every async copy's exit (never a launch's); no lock, no allocation, no system call:
-//    reads the sequence counter, scans the live entries (relaxed atomic loads), and reads the
-//    counter again (a seqlock); if a change ran meanwhile, it retries a few times, then answers
+//    reads the sequence counter, binary-searches the live entries (relaxed atomic loads), and reads
+//    the counter again (a seqlock); if a change ran meanwhile, it retries a few times, then answers
 //    "not known pinned" (a walk, as before).
-// Fixed capacity: kCapacity entries in static storage, live ones kept dense at the front, so a
-// lookup scans only the ranges pinned now (a caching host allocator such as PyTorch's keeps tens
-// to hundreds of blocks). A full table drops the new range (counted in full_drops()).
+// Fixed capacity: kCapacity entries in static storage, the live ones dense at the front and sorted
+// by start (a caching host allocator such as PyTorch's keeps tens to hundreds of blocks). A full
+// table drops the new range (counted in full_drops()).
 #pragma once
 
 #include <stddef.h>
@@ -49,6 +49,8 @@ class PinnedHostRanges {
  private:
   void begin_change();
   void end_change();
+  // The first of the n live entries that starts after a (n when none does).
+  size_t first_after(uintptr_t a, size_t n) const;
 
   std::mutex write_mu_;                 // add/remove/clear
   std::atomic<uint64_t> sequence_{0};   // odd while a change is being written

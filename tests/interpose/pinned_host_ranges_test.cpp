@@ -3,7 +3,9 @@
 // enqueueing (no Python stack walk), from the params CUPTI passes at the calls' exits.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -60,6 +62,28 @@ TEST_CASE("removal keeps the others, and a full table refuses (unknown: not pinn
     if (i != 5) REQUIRE(t.pinned(at(0x100000 + i * 0x1000 + 0x7ff), 1));
   CHECK(t.add(at(0x90000000), 64));  // room again
   CHECK(t.pinned(at(0x90000000), 64));
+  t.clear();
+}
+
+TEST_CASE("ranges pinned in any order and unpinned in any order are each found, and only they", "[pinned]") {
+  PinnedHostRanges& t = pinned_host_ranges();
+  t.clear();
+  std::vector<uintptr_t> bases;
+  for (uintptr_t i = 0; i < 600; ++i) bases.push_back(0x200000 + i * 0x3000);
+  std::mt19937 rng(36);
+  std::shuffle(bases.begin(), bases.end(), rng);
+  for (uintptr_t b : bases) REQUIRE(t.add(at(b), 0x2000));
+  std::shuffle(bases.begin(), bases.end(), rng);
+  std::vector<uintptr_t> gone(bases.begin(), bases.begin() + 300), kept(bases.begin() + 300, bases.end());
+  for (uintptr_t b : gone) t.remove(at(b));
+  CHECK(t.size() == kept.size());
+  for (uintptr_t b : kept) {
+    REQUIRE(t.pinned(at(b), 0x2000));
+    REQUIRE(t.pinned(at(b + 0x1fff), 1));
+    REQUIRE_FALSE(t.pinned(at(b + 0x2000), 1));  // the gap after it
+    REQUIRE_FALSE(t.pinned(at(b - 1), 1));
+  }
+  for (uintptr_t b : gone) REQUIRE_FALSE(t.pinned(at(b + 0x10), 1));
   t.clear();
 }
 
