@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -120,7 +121,10 @@ class Collector {
       for (const auto& w : watchers_) {
         fds.push_back({w->fd(), short(POLLIN | (w->wantsWrite() ? POLLOUT : 0)), 0});
       }
-      if (::poll(fds.data(), fds.size(), std::min(tick_ms, 250)) < 0 && errno != EINTR) {
+      // With processes waiting for their end-of-process work the poll only looks, so that the
+      // work goes on between turns that read.
+      const int wait_ms = ending_.empty() ? std::min(tick_ms, 250) : 0;
+      if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR) {
         logWarning(std::string("poll: ") + strerror(errno));
         return 1;
       }
@@ -148,7 +152,7 @@ class Collector {
           // A process that said Goodbye has ended even while its connection stays open: a child it
           // forked may hold a copy of the socket (an older library, or a child forked some other
           // way), and would otherwise keep it "running" and --exit-when-idle waiting until it exits.
-          if (connections_[i]->goodbyeSeen()) finish(i, "ended", CloseSeverity::kInfo);
+          if (connections_[i]->goodbyeSeen()) retire(i, "ended", CloseSeverity::kInfo);
           continue;
         }
         if (connections_[i]->wantsStatus()) {
@@ -158,7 +162,7 @@ class Collector {
           sendStatus(now, watchers_.back().get());  // at once, not at the next period
           continue;
         }
-        finish(i, connections_[i]->closeReason(), connections_[i]->closeSeverity());
+        retire(i, connections_[i]->closeReason(), connections_[i]->closeSeverity());
       }
       for (std::size_t i = 0; i < connections_.size(); ++i) {
         if (connections_[i] && connections_[i]->tooSlow(now, timeout) && !keptWhileStopped(*connections_[i], now, timeout)) {
@@ -168,9 +172,10 @@ class Collector {
       }
       connections_.erase(std::remove(connections_.begin(), connections_.end(), nullptr), connections_.end());
       if (fds[1].revents & POLLIN) acceptAll(now);
+      finishOneEnded();
       // A process that ended shows as ended at the next scrape, not a period later.
       if (now - last_status_ >= kStatusPeriod || metrics_stale_) sendStatus(now, nullptr);
-      if (options_.exit_when_idle && processes_seen_ > 0 && connections_.empty()) {
+      if (options_.exit_when_idle && processes_seen_ > 0 && connections_.empty() && ending_.empty()) {
         logInfo("every process has disconnected: stopping (--exit-when-idle)");
         stop();
         return 0;
@@ -265,9 +270,33 @@ class Collector {
     return p.last_seen_stopped && now - *p.last_seen_stopped <= timeout;
   }
 
-  // Logs and drops connection i (its slot becomes null until the sweep).
-  void finish(std::size_t i, const std::string& reason, CloseSeverity severity) {
+  // Connection i has ended (its slot becomes null until the sweep); what its end costs the
+  // collector (the analysis's last steps, its report, two fsyncs) waits in ending_. Many
+  // processes end at once (the ranks of a job), each waiting at most 1 s for the receipt of its
+  // Goodbye (docs/recording-format.md, "Receipts"): done here, in the turn that read it, that work
+  // kept every later connection unread behind it, and with reports on a disk that syncs in 10 ms,
+  // 41 of 64 processes ending together missed the bound and wrote the rest of their stream to a
+  // file of their own. The receipt went out with the Goodbye's read; the rest can wait.
+  void retire(std::size_t i, const std::string& reason, CloseSeverity severity) {
     auto& c = connections_[i];
+    if (!c) return;
+    ending_.push_back({std::move(c), reason, severity});
+  }
+
+  // One ended process's work per loop turn, so that a turn that reads comes between any two.
+  void finishOneEnded() {
+    if (ending_.empty()) return;
+    Ending e = std::move(ending_.front());
+    ending_.pop_front();
+    finish(e.connection, e.reason, e.severity);
+  }
+
+  void finish(std::size_t i, const std::string& reason, CloseSeverity severity) {
+    finish(connections_[i], reason, severity);
+  }
+
+  // Logs and drops the connection.
+  void finish(std::unique_ptr<Connection>& c, const std::string& reason, CloseSeverity severity) {
     if (!c) return;
     peers_.erase(c->id());
     const std::string line = c->closeLine(reason);
@@ -348,7 +377,10 @@ class Collector {
     status.uptime_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(now - started_).count());
     status.socket = socket_path_;
     status.output_dir = options_.output_dir;
-    for (const auto& c : connections_) {
+    std::vector<const Connection*> open;
+    for (const auto& c : connections_) open.push_back(c.get());
+    for (const Ending& e : ending_) open.push_back(e.connection.get());
+    for (const Connection* c : open) {
       if (!c || !c->helloSeen()) continue;
       ProcessStatus p;
       p.connection = c->id();
@@ -409,6 +441,7 @@ class Collector {
     // in the listen backlog (the signal is handled before the accept in the same loop turn);
     // `gapwatch profile` stops its collector right after the last process exits.
     acceptAll(now);
+    while (!ending_.empty()) finishOneEnded();
     for (std::size_t i = 0; i < connections_.size(); ++i) {
       if (!connections_[i]) continue;
       if (!connections_[i]->readAvailable(now, kReadsAtStop)) {
@@ -434,6 +467,13 @@ class Collector {
   Clock::time_point started_;
   Clock::time_point last_status_{};
   std::vector<std::unique_ptr<Connection>> connections_;
+  // Connections that have ended, their end-of-process work not yet done (retire()), oldest first.
+  struct Ending {
+    std::unique_ptr<Connection> connection;
+    std::string reason;
+    CloseSeverity severity;
+  };
+  std::deque<Ending> ending_;
   std::vector<std::unique_ptr<StatusWatcher>> watchers_;
   std::vector<EndedProcess> ended_;  // in the order they ended
   // Per connection id: its peer process as SO_PEERCRED named it (in this pid namespace, unlike a

@@ -21,6 +21,7 @@ import unittest
 import gwtest
 
 CUE = os.path.join(gwtest.BUILD, "bin", "exits_on_cue")
+SLOW_DISK = os.path.join(gwtest.BUILD, "lib", "libslow_disk_shim.so")
 HANG = 120  # seconds: a bound on a hang, never a measurement
 
 
@@ -36,14 +37,15 @@ def batches_in(path):
 
 
 class Collector:
-    def __init__(self, workdir, *args):
+    def __init__(self, workdir, *args, env=None):
         self.socket = os.path.join(workdir, "run", "c.sock")
         self.output = os.path.join(workdir, "out")
         os.makedirs(self.output, exist_ok=True)
         self.log_path = os.path.join(workdir, "collector.log")
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen([gwtest.GAPWATCH, "collector", "--socket", self.socket, "--output-dir",
-                                          self.output] + list(args), stdout=subprocess.DEVNULL, stderr=log)
+                                          self.output] + list(args), stdout=subprocess.DEVNULL, stderr=log,
+                                         env=env)
         deadline = time.monotonic() + HANG
         while "listening on" not in self.log():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -103,11 +105,16 @@ class Job:
         self.proc.stdin.flush()
         self.expect("phase %d done" % self.phases)
 
+    def end_input(self):
+        """Closes its input: it exits after the phase it is in."""
+        if self.proc.stdin:
+            self.proc.stdin.close()
+            self.proc.stdin = None  # communicate() below must not flush it
+
     def finish(self, after_exiting=None):
         """Closes its input; `after_exiting` runs once it printed "exiting" (its exit path runs
         after that line). Returns (exit status, stderr)."""
-        self.proc.stdin.close()
-        self.proc.stdin = None  # communicate() below must not flush it
+        self.end_input()
         self.expect("exiting")
         if after_exiting:
             after_exiting()
@@ -214,6 +221,34 @@ class FaultInjection(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.dir, "rest.gwt")), stderr)
         self.assert_every_event(collector.recordings(), 300, 2)
         collector.end(signal.SIGTERM)
+
+    def test_64_processes_ending_together_all_get_the_receipt_of_their_goodbye(self):
+        # Issue 36, item 8: the ranks of a job end at once against one collector, whose disk syncs
+        # slowly (20 ms a sync, as a network file system may). Each process waits at most 1 s for
+        # the receipt of its Goodbye; the collector did each ended process's report (two syncs) in
+        # the turn that read its Goodbye, so the later ones waited behind the earlier ones' syncs,
+        # missed the bound and wrote the rest of their stream to a file of their own (23 of 64
+        # got their receipt). No timing is asserted: only that none needed the fallback file.
+        collector = Collector(self.dir, env=dict(os.environ, LD_PRELOAD=SLOW_DISK, GAPWATCH_TEST_SYNC_MS="20"))
+        env = self.env(collector, output="rest-%p.gwt")
+        jobs = [Job(env, launches=50) for _ in range(64)]
+        for job in jobs:
+            job.end_input()
+        ends = [job.finish() for job in jobs]
+        for status, stderr in ends:
+            self.assertEqual(status, 0, stderr)
+        fell_back = [stderr for _, stderr in ends if "streamed" not in stderr]
+        self.assertEqual(len(fell_back), 0, "%d of 64 processes did not get their receipt; the first said: %s" % (
+            len(fell_back), fell_back[0] if fell_back else ""))
+        self.assertEqual([f for f in os.listdir(self.dir) if f.startswith("rest")], [])
+        deadline = time.monotonic() + HANG
+        while collector.log().count("closed (ended)") < 64 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(collector.end(signal.SIGTERM), 0)
+        recordings = collector.recordings()
+        self.assertEqual(len(recordings), 64)
+        for recording in recordings:
+            self.assert_every_event([recording], 50, 1)
 
     def test_a_job_killed_mid_run_leaves_a_recording_that_reads_to_its_last_frame(self):
         collector = Collector(self.dir)
