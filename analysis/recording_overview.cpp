@@ -81,6 +81,33 @@ std::string endingText(const RecordingOverview& o) {
   }
 }
 
+std::string partsText(const RecordingOverview& o, const std::function<std::string(const std::string&)>& name) {
+  if (o.part_files.size() < 2 || o.health.parts.size() != o.part_files.size()) return "";
+  std::string text = "one process in " + std::to_string(o.part_files.size()) + " files, read as one: ";
+  for (std::size_t k = 0; k < o.part_files.size(); ++k) {
+    const StreamHealth::Part& part = o.health.parts[k];
+    text += (k == 0 ? "" : ", then ") + name(o.part_files[k]) + " (";
+    if (part.batches == 0) {
+      text += "no batches";
+    } else if (part.first_sequence == part.last_sequence) {
+      text += "batch " + std::to_string(part.first_sequence);
+    } else {
+      text += "batches " + std::to_string(part.first_sequence) + " to " + std::to_string(part.last_sequence);
+    }
+    if (part.goodbye) text += ", Goodbye";
+    if (part.duplicate_batches > 0) {
+      text += "; " + std::to_string(part.duplicate_batches) + (part.duplicate_batches == 1 ? " batch" : " batches") +
+              " also in the parts before, read once";
+    }
+    if (part.missing_before > 0) {
+      text += "; " + std::to_string(part.missing_before) + (part.missing_before == 1 ? " batch" : " batches") +
+              " missing before it";
+    }
+    text += ")";
+  }
+  return text;
+}
+
 std::string endingLabel(const RecordingOverview& o) {
   if (o.read.truncated) return "truncated";
   if (!o.goodbye) return "no_goodbye";

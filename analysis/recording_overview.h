@@ -15,6 +15,7 @@
 #include <gapwatch/v1/stream.pb.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ struct RecordingOverview {
   uint64_t span_end_ns = 0;
 
   uint64_t transport_events_dropped = 0;  // in batches the recorder could not write or send
+
+  // A process read from several files (reader/recording_parts.h): their names, in the order read,
+  // parallel to health.parts; empty for one file.
+  std::vector<std::string> part_files;
 
   uint64_t spanNs() const { return span_end_ns > span_start_ns ? span_end_ns - span_start_ns : 0; }
 };
@@ -67,6 +72,11 @@ class RecordingOverviewBuilder final : public RecordingVisitor {
 // How the recording ended, in words: "ended normally (exit status 0)", "ended early: no Goodbye
 // (...)", "truncated: ...".
 std::string endingText(const RecordingOverview& overview);
+
+// A process read from several files (part_files): where one ends and the next begins, in words:
+// "one process in 2 files, read as one: A (batches 0 to 41), then B (batches 40 to 97; 2 also in
+// the part before, read once)"; "" for one file. `name` turns a path into the text shown.
+std::string partsText(const RecordingOverview& overview, const std::function<std::string(const std::string&)>& name);
 
 // The same as a label for scripts: "normal", "signal", "exec", "stopped", "internal_error",
 // "no_goodbye", "truncated", or the reason's schema label.

@@ -5,6 +5,9 @@
 
 #include "analysis/diagnosis.h"
 #include "reader/kineto_trace.h"
+#include "reader/recording_parts.h"
+
+#include <algorithm>
 
 namespace gapwatch::analysis {
 
@@ -52,13 +55,53 @@ void RunAnalysis::addProcess(const std::string& file, const ReadResult& read, co
   addOutcome(file, read, hasContentToShow(read) ? process.finish(read, health) : ProcessOutcome{});
 }
 
+void RunAnalysis::addProcessParts(const std::vector<std::string>& files, const std::vector<ReadResult>& reads,
+                                  const StreamHealth& health, ProcessAnalyser& process) {
+  // The stream as one read: its frames and bytes summed, the first error (the frames before it
+  // and every other part's are shown), the last part that was cut short.
+  ReadResult read;
+  for (const ReadResult& r : reads) {
+    read.summary.format_version = std::max(read.summary.format_version, r.summary.format_version);
+    read.summary.bytes_read += r.summary.bytes_read;
+    read.summary.frames += r.summary.frames;
+    read.summary.skipped_frames += r.summary.skipped_frames;
+    if (r.summary.truncated) {
+      read.summary.truncated = true;
+      read.summary.truncated_at = r.summary.truncated_at;
+      read.summary.dropped_bytes = r.summary.dropped_bytes;
+    }
+    if (r.error && !read.error) read.error = r.error;
+  }
+  // A part that could not be read at all leaves the others to show.
+  const bool any_content = std::any_of(reads.begin(), reads.end(), [](const ReadResult& r) { return hasContentToShow(r); });
+  if (read.error && !hasContentToShow(read) && any_content) read.error.reset();
+  const int index = static_cast<int>(report_.analysis.processes.size());
+  const bool shown = hasContentToShow(read);
+  ProcessOutcome outcome = shown ? process.finish(read, health) : ProcessOutcome{};
+  outcome.overview.part_files = files;
+  for (std::size_t k = 1; k < files.size(); ++k) {
+    RecordingInput input;
+    input.file = files[k];
+    input.status = reads[k].error ? "error" : reads[k].summary.truncated ? "truncated" : "ok";
+    if (reads[k].error) input.message = reads[k].error->message;
+    else if (reads[k].summary.truncated) input.message = truncationNotice(reads[k].summary);
+    input.process = shown ? index : -1;
+    pending_inputs_.push_back(std::move(input));
+  }
+  addOutcome(files.front(), reads.front(), std::move(outcome), shown);
+}
+
 void RunAnalysis::addOutcome(const std::string& file, const ReadResult& read, ProcessOutcome outcome) {
+  addOutcome(file, read, std::move(outcome), hasContentToShow(read));
+}
+
+void RunAnalysis::addOutcome(const std::string& file, const ReadResult& read, ProcessOutcome outcome, bool shown) {
   RecordingInput input;
   input.file = file;
   input.status = read.error ? "error" : read.summary.truncated ? "truncated" : "ok";
   if (read.error) input.message = read.error->message;
   else if (read.summary.truncated) input.message = truncationNotice(read.summary);
-  if (hasContentToShow(read)) {
+  if (shown) {
     input.process = static_cast<int>(report_.analysis.processes.size());
     report_.analysis.processes.push_back(std::move(outcome.analysis));
     report_.overviews.push_back(std::move(outcome.overview));
@@ -66,6 +109,8 @@ void RunAnalysis::addOutcome(const std::string& file, const ReadResult& read, Pr
     collectives_.push_back(std::move(outcome.collectives));
   }
   report_.inputs.push_back(std::move(input));
+  for (RecordingInput& part : pending_inputs_) report_.inputs.push_back(std::move(part));
+  pending_inputs_.clear();
 }
 
 RunReport RunAnalysis::finish() {
@@ -97,10 +142,26 @@ RunReport analyseRecordingFiles(const std::vector<std::string>& files, const Ana
                                 const std::function<void(const std::string&, const ReadResult&)>& on_read,
                                 const std::function<void(std::size_t index, ProcessAnalyser&)>& prepare) {
   RunAnalysis run(options);
-  for (std::size_t index = 0; index < files.size(); ++index) {
-    const std::string& file = files[index];
+  std::vector<std::size_t> read_order;  // the index in `files` of each input as the run records it
+  for (const std::vector<std::size_t>& parts : groupRecordingParts(files)) {
+    read_order.insert(read_order.end(), parts.begin(), parts.end());
+    const std::size_t index = *std::min_element(parts.begin(), parts.end());
+    const std::string& file = files[parts.front()];
     ProcessAnalyser process(options);
     if (prepare) prepare(index, process);
+    if (parts.size() > 1) {
+      StreamDecoder decoder(process);
+      std::vector<std::string> part_files;
+      std::vector<ReadResult> reads;
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        if (k > 0) decoder.beginPart();
+        part_files.push_back(files[parts[k]]);
+        reads.push_back(readRecordingFile(part_files.back(), decoder));
+        if (on_read) on_read(part_files.back(), reads.back());
+      }
+      run.addProcessParts(part_files, reads, decoder.health(), process);
+      continue;
+    }
     if (fileLooksLikeKinetoTrace(file)) {
       // A PyTorch profiler trace, recognised by content (reader/kineto_trace.h): the same analysis.
       // The stages keep a pointer to the trace's string table and resolve names until they finish
@@ -115,7 +176,15 @@ RunReport analyseRecordingFiles(const std::vector<std::string>& files, const Ana
     if (on_read) on_read(file, read);
     run.addProcess(file, read, decoder.health(), process);
   }
-  return run.finish();
+  RunReport report = run.finish();
+  // The inputs in the order given, whatever order the parts were read in: a caller pairs them
+  // with `files` by position (the Python API's tables do).
+  if (report.inputs.size() == files.size()) {
+    std::vector<RecordingInput> given(files.size());
+    for (std::size_t k = 0; k < read_order.size(); ++k) given[read_order[k]] = std::move(report.inputs[k]);
+    report.inputs = std::move(given);
+  }
+  return report;
 }
 
 }  // namespace gapwatch::analysis

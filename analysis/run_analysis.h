@@ -92,6 +92,10 @@ class RunAnalysis {
   // finishes `process` and keeps its outcome.
   void addProcess(const std::string& file, const ReadResult& read, const StreamHealth& health,
                   ProcessAnalyser& process);
+  // The same for one process read from several files, its parts (reader/recording_parts.h), in
+  // the order read: each file's read is recorded, and the process is the first file's.
+  void addProcessParts(const std::vector<std::string>& files, const std::vector<ReadResult>& reads,
+                       const StreamHealth& health, ProcessAnalyser& process);
   // The same for a process already finished (the collector keeps each outcome for the run and
   // reports it alone as well); `outcome` is used only when hasContentToShow(read).
   void addOutcome(const std::string& file, const ReadResult& read, ProcessOutcome outcome);
@@ -100,14 +104,19 @@ class RunAnalysis {
   RunReport finish();
 
  private:
+  void addOutcome(const std::string& file, const ReadResult& read, ProcessOutcome outcome, bool shown);
+
   RunReport report_;
+  std::vector<RecordingInput> pending_inputs_;  // a process's later parts, listed after its first
   std::vector<RankCollectives> collectives_;  // parallel to report_.analysis.processes
 };
 
-// Reads and analyses each file in one pass, in order, then the run. A Kineto trace (gzip magic, or
+// Reads and analyses each file in one pass, in order, then the run. Files that are parts of one
+// process (reader/recording_parts.h) are read as one stream, at the place of the first. A Kineto trace (gzip magic, or
 // a JSON object) goes through readKinetoTraceFile; anything else through readRecordingFile. `on_read` (optional) hears how
 // each file's read went, as soon as it has been read.
-// `prepare` (optional) sees each file's ProcessAnalyser before its first frame (to add a stage).
+// `prepare` (optional) sees each process's ProcessAnalyser before its first frame (to add a stage),
+// with the index of its first file.
 RunReport analyseRecordingFiles(const std::vector<std::string>& files, const AnalysisOptions& options,
                                 const std::function<void(const std::string&, const ReadResult&)>& on_read = {},
                                 const std::function<void(std::size_t index, ProcessAnalyser&)>& prepare = {});

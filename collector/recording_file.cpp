@@ -2,6 +2,7 @@
 #include "collector/recording_file.h"
 
 #include <gapwatch/recording_format.h>
+#include <gapwatch/recording_name.h>
 #include <gapwatch/write_all.h>
 
 #include <errno.h>
@@ -12,23 +13,12 @@
 namespace gapwatch::collector {
 namespace {
 
-constexpr std::size_t kMaxHostChars = 64;
 constexpr int kMaxSuffix = 10000;
 
 }  // namespace
 
 std::string recordingBaseName(const std::string& host, uint32_t pid, std::optional<int32_t> rank) {
-  std::string clean;
-  for (char c : host) {
-    if (clean.size() == kMaxHostChars) break;
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
-    clean.push_back(ok ? c : '_');
-  }
-  if (clean.empty()) clean = "unknown-host";
-  std::string base = "gapwatch-" + clean + "-" + std::to_string(pid);
-  if (rank) base += "-rank" + std::to_string(*rank);
-  return base;
+  return collectorRecordingBaseName(host, pid, rank.has_value(), rank.value_or(0));
 }
 
 int createRecordingFile(int dir_fd, const std::string& base, std::string* name, std::string* error) {

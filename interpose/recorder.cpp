@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,6 +16,8 @@
 #include <chrono>
 #include <new>
 #include <unordered_map>
+
+#include <gapwatch/recording_name.h>
 
 #include "call_site.h"
 #include "process_info.h"
@@ -233,6 +236,8 @@ Recorder* Recorder::start(const Settings& settings, std::vector<uint32_t> probes
   note_sink_descriptor(r->sink_.fd());
   HelloInfo hello;
   fill_process_info(&hello);
+  if (r->sink_.is_socket())
+    r->collector_recording_ = collectorRecordingBaseName(hello.host, hello.pid, hello.has_rank, hello.rank) + ".gwt";
   hello.probes = std::move(probes);
   hello.cupti_version = cupti_version;
   hello.cupti_unavailable = cupti_note;
@@ -850,6 +855,19 @@ void Recorder::end_recording(uint32_t exit_reason, const int* exit_status, int d
   if (sink_.is_socket()) {
     log_line(settings_, LogLevel::kWarn, "streamed %llu events to the collector at %s", (unsigned long long)total,
              sink_.path().c_str());
+  } else if (written && sink_.fell_back_because() != FallbackReason::kNone) {
+    // The file holds the stream from the first frame the collector had not acknowledged: alone it
+    // is the tail. Both files, or a directory holding both, are read as one process.
+    const std::string& path = sink_.path();
+    char lost[64] = "";
+    if (g.events_dropped || g.cupti_records_dropped)
+      snprintf(lost, sizeof lost, " (%llu lost)", (unsigned long long)(g.events_dropped + g.cupti_records_dropped));
+    log_line(settings_, LogLevel::kWarn,
+             "recorded %llu events%s, the start in the collector's recording of this process (%s in its output "
+             "directory) and the rest in %s; report on both as one process: gapwatch report DIR/%s %s (DIR: the "
+             "collector's output directory)",
+             (unsigned long long)total, lost, collector_recording_.c_str(), path.c_str(), collector_recording_.c_str(),
+             path.c_str());
   } else if (written) {
     const std::string& path = sink_.path();
     if (g.events_dropped || g.cupti_records_dropped)

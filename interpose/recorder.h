@@ -209,6 +209,9 @@ class Recorder {
   // Says once on stderr that the collector stalled or went away and where the stream went.
   void note_fallback();
   bool fallback_noted_ = false;
+  // The collector's name for this process's recording (gapwatch/recording_name.h): after a
+  // fallback, the exit line names it beside the file that holds the rest.
+  std::string collector_recording_;
   void top_up_spares();
   // A zeroed, pre-faulted ring from mmap (not malloc: a user thread may call it), registered in
   // rings_ in `state`; nullptr when the registry is full or the memory cannot be had.

@@ -5,6 +5,7 @@
 #include <gapwatch/wire_primitives.h>
 #include <gapwatch/wire_schema.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -488,8 +489,42 @@ bool StreamDecoder::parseBatchFrame(std::span<const uint8_t> frame) {
   return true;
 }
 
+void StreamDecoder::beginPart() {
+  health_.parts.emplace_back();
+  in_later_part_ = true;
+  last_sequence_before_part_ = next_sequence_;
+}
+
+void StreamDecoder::notePartBatch(uint64_t sequence) {
+  StreamHealth::Part& part = health_.parts.back();
+  if (part.batches == 0) part.first_sequence = sequence;
+  part.last_sequence = std::max(part.last_sequence, sequence);
+  ++part.batches;
+}
+
+bool StreamDecoder::duplicateBatch(uint64_t sequence, uint64_t events) {
+  if (!in_later_part_) {
+    notePartBatch(sequence);
+    return false;
+  }
+  StreamHealth::Part& part = health_.parts.back();
+  const bool first_of_part = part.batches == 0;
+  notePartBatch(sequence);
+  if (health_.batches == 0 || sequence >= next_sequence_) {
+    if (first_of_part && sequence > last_sequence_before_part_) part.missing_before = sequence - last_sequence_before_part_;
+    return false;
+  }
+  ++part.duplicate_batches;
+  part.duplicate_events += events;
+  return true;
+}
+
 bool StreamDecoder::takeFrameBytes(std::span<const uint8_t> frame, uint64_t offset) {
   if (!parseBatchFrame(frame)) return false;
+  if (duplicateBatch(batch_.sequence, batch_.api_calls.size() + batch_.activities.size() + batch_.nccl_calls.size() +
+                                          batch_.markers.size() + batch_.host_ranges.size() +
+                                          batch_.python_samples.size()))
+    return true;
   // From here on exactly what onFrame and decodeBatch do with the parsed frame.
   if (health_.has_goodbye) ++health_.frames_after_goodbye;
   if (!health_.has_hello) ++health_.frames_before_hello;
@@ -503,6 +538,16 @@ bool StreamDecoder::takeFrameBytes(std::span<const uint8_t> frame, uint64_t offs
 }
 
 std::optional<ReadError> StreamDecoder::onFrame(const v1::Frame& frame, uint64_t offset) {
+  if (frame.has_goodbye()) health_.parts.back().goodbye = true;
+  if (frame.has_batch()) {
+    const v1::EventBatch& b = frame.batch();
+    if (duplicateBatch(b.sequence(), uint64_t(b.api_calls_size()) + b.activities_size() + b.nccl_calls_size() +
+                                         b.markers_size() + b.host_ranges_size() + b.python_samples_size()))
+      return std::nullopt;
+  }
+  if (in_later_part_ && frame.has_hello() && health_.has_hello) return std::nullopt;  // the part's copy
+  // Both parts end with the Goodbye when the collector wrote it but its receipt came too late.
+  if (in_later_part_ && frame.has_goodbye() && health_.has_goodbye) return std::nullopt;
   if (health_.has_goodbye) ++health_.frames_after_goodbye;
   switch (frame.body_case()) {
     case v1::Frame::kHello:

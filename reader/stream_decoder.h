@@ -65,11 +65,25 @@ struct StreamHealth {
   uint64_t frames_before_hello = 0;
   uint64_t extra_hellos = 0;  // ignored: the first Hello describes the stream
   uint64_t frames_after_goodbye = 0;
+  // One process's stream in several files, read as one (StreamDecoder::beginPart): when the
+  // collector went away, the library wrote the rest to a file of its own, from a copy of the Hello
+  // and the first batch the collector had not acknowledged. Per part, in the order read; for
+  // a stream read from one file, one entry.
+  struct Part {
+    uint64_t batches = 0;          // batch frames in the part, duplicates included
+    uint64_t first_sequence = 0;   // of its batches (0 and 0 when it has none)
+    uint64_t last_sequence = 0;
+    uint64_t duplicate_batches = 0;  // batches an earlier part had already given: left out
+    uint64_t duplicate_events = 0;   // their events
+    uint64_t missing_before = 0;     // sequence numbers between the earlier parts' last and its first
+    bool goodbye = false;
+  };
+  std::vector<Part> parts;
 };
 
 class StreamDecoder final : public FrameSink {
  public:
-  explicit StreamDecoder(RecordingVisitor& visitor) : visitor_(visitor) {}
+  explicit StreamDecoder(RecordingVisitor& visitor) : visitor_(visitor) { health_.parts.emplace_back(); }
 
   // Decodes one frame and passes it on. Refuses (returns an error for) a Hello whose wire protocol
   // version this build does not read.
@@ -80,6 +94,12 @@ class StreamDecoder final : public FrameSink {
   // libprotobuf and onFrame, so what a frame means is always what libprotobuf says.
   bool takeFrameBytes(std::span<const uint8_t> frame, uint64_t offset) override;
 
+  // The frames that follow continue the same process's stream from another file (its part the
+  // collector did not acknowledge, read after the collector's part): its Hello, a copy, is passed
+  // over; a batch whose sequence number an earlier part had already delivered, and a second
+  // Goodbye, are left out and counted. The string table carries over, as the stream's does.
+  void beginPart();
+
   const StringTable& strings() const { return strings_; }
   const StreamHealth& health() const { return health_; }
 
@@ -89,11 +109,16 @@ class StreamDecoder final : public FrameSink {
   // (batch_ then undefined) for anything the fast path leaves to libprotobuf.
   bool parseBatchFrame(std::span<const uint8_t> frame);
   void trackSequence(uint64_t sequence);
+  // In a later part: a batch that an earlier part delivered (counted, not passed on).
+  bool duplicateBatch(uint64_t sequence, uint64_t events);
+  void notePartBatch(uint64_t sequence);
 
   RecordingVisitor& visitor_;
   StringTable strings_;
   StreamHealth health_;
   uint64_t next_sequence_ = 0;
+  bool in_later_part_ = false;
+  uint64_t last_sequence_before_part_ = 0;  // next_sequence_ when the current part began
   DecodedBatch batch_;  // reused, so a long stream does not allocate per batch
 };
 

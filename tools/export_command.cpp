@@ -7,6 +7,8 @@
 #include "export/trace_export.h"
 #include "tools/exit_codes.h"
 #include "tools/file_outcome.h"
+#include "tools/report_command.h"
+#include "reader/recording_parts.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -74,8 +76,14 @@ std::string kinetoTraceName(const std::string& input, bool gzip) {
 
 }  // namespace
 
-int runExport(const ExportOptions& options, std::ostream& err) {
-  if (options.format != "kineto" || options.files.size() == 1) {
+int runExport(const ExportOptions& given, std::ostream& err) {
+  // A directory is its recordings, as `gapwatch report DIR` reads it: a process's parts (the
+  // collector's recording and the library's file for the rest) are one process in the export.
+  ExportOptions options = given;
+  if (!expandRunOperands(options.files, err, "gapwatch export")) return kExitBadRecording;
+  const std::vector<std::vector<std::size_t>> processes =
+      options.format == "kineto" ? groupRecordingParts(options.files) : std::vector<std::vector<std::size_t>>{};
+  if (options.format != "kineto" || processes.size() == 1) {
     return exportInto(options, options.files, options.output, err);
   }
   std::error_code error;
@@ -86,10 +94,12 @@ int runExport(const ExportOptions& options, std::ostream& err) {
     return kExitCannotWrite;
   }
   int exit_code = kExitOk;
-  for (const std::string& file : options.files) {
+  for (const std::vector<std::size_t>& parts : processes) {
+    std::vector<std::string> files;
+    for (std::size_t i : parts) files.push_back(options.files[i]);
     const std::string output =
-        (std::filesystem::path(options.output) / kinetoTraceName(file, endsWith(options.output, ".gz"))).string();
-    exit_code = std::max(exit_code, exportInto(options, {file}, output, err));
+        (std::filesystem::path(options.output) / kinetoTraceName(files.front(), endsWith(options.output, ".gz"))).string();
+    exit_code = std::max(exit_code, exportInto(options, files, output, err));
   }
   return exit_code;
 }

@@ -32,7 +32,7 @@ bool writeHtmlReportFile(const analysis::RunReport& content, const std::string& 
   return writeWholeFile(path, html.str(), "gapwatch report: --html ", err);
 }
 
-bool expandRunOperands(std::vector<std::string>& files, std::ostream& err) {
+bool expandRunOperands(std::vector<std::string>& files, std::ostream& err, const std::string& command) {
   std::vector<std::string> expanded;
   for (const std::string& operand : files) {
     std::error_code ec;
@@ -40,19 +40,19 @@ bool expandRunOperands(std::vector<std::string>& files, std::ostream& err) {
       std::vector<std::string> in_dir;
       std::string error;
       if (!runFiles(operand, in_dir, error)) {
-        err << "gapwatch report: " << error << '\n';
+        err << command << ": " << error << '\n';
         return false;
       }
       expanded.insert(expanded.end(), in_dir.begin(), in_dir.end());
     } else if (isGapwatchOutput(operand)) {
       // `report DIR/*` names the reports and the log beside the recordings too.
-      err << "gapwatch report: note: skipped " << printable(operand) << ": gapwatch's own output, not a recording\n";
+      err << command << ": note: skipped " << printable(operand) << ": gapwatch's own output, not a recording\n";
     } else {
       expanded.push_back(operand);
     }
   }
   if (expanded.empty()) {
-    err << "gapwatch report: no recording or trace among the files given\n";
+    err << command << ": no recording or trace among the files given\n";
     return false;
   }
   files = std::move(expanded);

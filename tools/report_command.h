@@ -31,8 +31,8 @@ bool writeHtmlReportFile(const analysis::RunReport& content, const std::string& 
 
 // The operands as files: a directory becomes its recordings and traces (run_files.h), gapwatch's own
 // reports and log named among them are skipped with a note. False, with one line, when nothing is left
-// or a directory holds nothing to read.
-bool expandRunOperands(std::vector<std::string>& files, std::ostream& err);
+// or a directory holds nothing to read. `command` begins each line.
+bool expandRunOperands(std::vector<std::string>& files, std::ostream& err, const std::string& command = "gapwatch report");
 
 // expandRunOperands, gatherReport, then the report on `out` (and the HTML file with html_path);
 // returns the exit code.

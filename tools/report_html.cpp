@@ -235,6 +235,10 @@ void processBlock(std::ostream& out, const analysis::RunReport& content, std::si
   out << "<h2 id=\"p" << index << "\">" << htmlText(processLabel(p)) << " <span class=muted>"
       << htmlText(index < content.files.size() ? content.files[index] : std::string()) << "</span></h2>\n";
   out << "<div class=verdict>" << htmlText(analysis::verdict(p)) << "</div>\n";
+  if (index < content.overviews.size()) {
+    const std::string parts = analysis::partsText(content.overviews[index], [](const std::string& f) { return f; });
+    if (!parts.empty()) out << "<p class=muted>" << htmlText(parts) << "</p>\n";
+  }
   if (!p.device_timeline) {
     out << "<p class=muted>No device timeline (symbol-only recording): host-side numbers only.</p>\n";
   }

@@ -411,7 +411,24 @@ json processJson(const ProcessAnalysis& p, const analysis::RecordingOverview& o,
                                                                                   : json(nullptr)},
                                  {"sync_records", p.source.sync_records}}
                           : json(nullptr);
+  json parts = nullptr;
+  if (o.part_files.size() > 1 && o.health.parts.size() == o.part_files.size()) {
+    parts = json::array();
+    for (std::size_t k = 0; k < o.part_files.size(); ++k) {
+      const StreamHealth::Part& part = o.health.parts[k];
+      parts.push_back({{"file", o.part_files[k]},
+                       {"batches", part.batches},
+                       {"first_sequence", part.batches ? json(part.first_sequence) : json(nullptr)},
+                       {"last_sequence", part.batches ? json(part.last_sequence) : json(nullptr)},
+                       {"goodbye", part.goodbye},
+                       {"duplicate_batches", part.duplicate_batches},
+                       {"duplicate_events", part.duplicate_events},
+                       {"missing_before", part.missing_before}});
+    }
+  }
   return {{"file", file},
+          {"parts", parts},
+          {"parts_note", parts.is_null() ? json(nullptr) : json(analysis::partsText(o, [](const std::string& f) { return f; }))},
           {"source", trace ? "kineto_trace" : "recorder"},
           {"not_in_trace", not_in_trace},
           {"trace", trace_info},

@@ -731,6 +731,9 @@ void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverv
       row(out, "py samples") << taken << '\n';
     }
   }
+  if (const std::string parts = analysis::partsText(o, [](const std::string& f) { return printable(f); }); !parts.empty()) {
+    row(out, "note") << parts << '\n';
+  }
   if (o.read.truncated) {
     row(out, "note") << style.warn(truncationNotice(o.read) + "; the analysis stops there") << '\n';
   } else if (!o.goodbye) {
@@ -750,7 +753,9 @@ void printDropsAndNotes(const ProcessAnalysis& p, const analysis::RecordingOverv
 void printProcessBlock(const analysis::RunReport& content, std::size_t index, const TerminalStyle& style, std::ostream& out) {
   const ProcessAnalysis& p = content.analysis.processes[index];
   const analysis::RecordingOverview& o = content.overviews[index];
-  out << style.bold("== " + printable(content.files[index]) + " ==") << '\n';
+  std::string files = printable(content.files[index]);
+  for (std::size_t k = 1; k < o.part_files.size(); ++k) files += " + " + printable(o.part_files[k]);
+  out << style.bold("== " + files + " ==") << '\n';
   out << style.bold(analysis::verdict(p)) << '\n';
   if (p.source.kineto_trace) {
     row(out, "source") << "PyTorch profiler trace (Kineto)";
