@@ -100,6 +100,14 @@ void GwtFileWriter::onBatch(const DecodedBatch& batch, const StringTable& /*stri
   for (const StringDefinition& s : batch.strings) string_bytes += s.text.size();
   const DecodedBatch* events = &batch;
   DecodedBatch without_strings;
+  if (keep_recorder_stream_) {
+    // A recorder's batch was one frame under the limit already: it is written as it came.
+    v1::Frame frame;
+    *frame.mutable_batch() = encodeEventBatch(batch);
+    frame.mutable_batch()->set_sequence(batch.sequence);
+    writeFrame(frame);
+    return;
+  }
   if (string_bytes > kMaxStringBytesPerBatch) {
     // The definitions first, in batches of their own; a string is defined before any event of
     // the batch that uses it either way.
@@ -133,7 +141,14 @@ void GwtFileWriter::onBatch(const DecodedBatch& batch, const StringTable& /*stri
 void GwtFileWriter::onGoodbye(const v1::Goodbye& goodbye, uint64_t /*offset*/) {
   v1::Frame frame;
   *frame.mutable_goodbye() = goodbye;
-  frame.mutable_goodbye()->set_batches(sequence_);
+  if (!keep_recorder_stream_) frame.mutable_goodbye()->set_batches(sequence_);
+  writeFrame(frame);
+}
+
+void GwtFileWriter::onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t /*offset*/) {
+  if (!keep_recorder_stream_) return;
+  v1::Frame frame;
+  *frame.mutable_heartbeat() = heartbeat;
   writeFrame(frame);
 }
 

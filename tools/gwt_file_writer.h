@@ -31,6 +31,13 @@ class GwtFileWriter final : public RecordingVisitor {
   void onHello(const v1::Hello& hello, uint64_t offset) override;
   void onBatch(const DecodedBatch& batch, const StringTable& strings) override;
   void onGoodbye(const v1::Goodbye& goodbye, uint64_t offset) override;
+  void onHeartbeat(const v1::Heartbeat& heartbeat, uint64_t offset) override;
+
+  // The stream is a recorder's (the parts of one process, `gapwatch import PART... -o`): its
+  // batches keep their sequence numbers (a gap stays a gap for the reader to say), its Goodbye
+  // its totals, and its heartbeats are written (a hang is told by them). A synthesised stream's
+  // batches are numbered here, and it has no heartbeats.
+  void keepRecorderStream() { keep_recorder_stream_ = true; }
 
   // Flushes and renames the temporary file to the destination; false with error() set (the
   // temporary file is removed). Call once, after the stream.
@@ -51,6 +58,7 @@ class GwtFileWriter final : public RecordingVisitor {
 
   std::string destination_, temporary_;
   bool replace_;
+  bool keep_recorder_stream_ = false;
   int fd_ = -1;
   bool committed_ = false;
   uint64_t sequence_ = 0;  // batches written: string-only batches (see onBatch) get their own

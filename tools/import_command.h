@@ -9,11 +9,15 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace gapwatch::cli {
 
 struct ImportOptions {
-  std::string trace;
+  // One PyTorch profiler trace; or (several files, or a directory) the parts of one process's
+  // recording, the collector's and the library's file for the rest (reader/recording_parts.h),
+  // written as one recording.
+  std::vector<std::string> inputs;
   std::string output;
   bool force = false;  // replace an existing output
 };

@@ -159,7 +159,11 @@ int main(int argc, char** argv) {
   cli::ImportOptions import_options;
   CLI::App* import_command = app.add_subcommand(
       "import", "Write a PyTorch profiler (Kineto) trace as a .gwt recording that reports the same as the trace");
-  import_command->add_option("TRACE", import_options.trace, "A PyTorch profiler trace, .json or .json.gz")->required();
+  import_command
+      ->add_option("INPUT", import_options.inputs,
+                   "A PyTorch profiler trace, .json or .json.gz; or the parts of one process's recording (the "
+                   "collector's .gwt and the library's file for the rest, or their directory), written as one")
+      ->required();
   import_command->add_option("-o,--output", import_options.output, "The .gwt file to write")->required();
   import_command->add_flag("--force", import_options.force, "Replace the output file if it exists");
 

@@ -1,8 +1,8 @@
 """One process, one recording (issue 36, item 8): when the collector stops taking a process's stream,
 the library writes the rest to a file of its own, from a copy of the Hello and the first frame the
 collector had not acknowledged. The collector's recording and that file are then one process in two
-files, and every reader takes them (or their directory) as one: `gapwatch report`, `diff`, `export`
-and the Python API, with the batches both hold read once and the seam noted. The library's exit
+files, and every reader takes them (or their directory) as one: `gapwatch report`, `diff`, `export`,
+the Python API and `import` (which writes them as one recording), with the batches both hold read once and the seam noted. The library's exit
 line names both files. Before, `report` showed two processes for one rank, `diff` refused ("rank 0
 twice"), `export` refused the directory, and the exit line named the file with the tail alone.
 
@@ -121,6 +121,31 @@ class RecordingParts(unittest.TestCase):
             kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
             self.assertEqual(len(kernels), LAUNCHES * PHASES, fmt)
             self.assertEqual(len({e.get("pid") for e in kernels}), 1, fmt)
+
+    def test_import_writes_them_as_one_recording_that_reports_the_same(self):
+        merged = os.path.join(self.dir, "merged.gwt")
+        r = gapwatch("import", self.out, "-o", merged)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("one process from 2 files", r.stdout)
+
+        def without_files(doc):
+            for p in doc["processes"]:
+                for key in ("file", "parts", "parts_note"):
+                    p.pop(key)
+            doc.pop("inputs")
+            return doc
+
+        one = self.report(merged)
+        self.assertIsNone(one["processes"][0]["parts"])
+        self.assertEqual(without_files(one), without_files(self.report(self.out)))
+        # Two processes are not one: refused with one line, nothing written.
+        other = os.path.join(gwtest.REPO, "tests", "golden", "healthy.gwt")
+        bad = os.path.join(self.dir, "bad.gwt")
+        r = gapwatch("import", self.rest, other, "-o", bad)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("are not parts of one process", r.stderr)
+        self.assertFalse(os.path.exists(bad))
 
     def test_the_python_api_reads_them_as_one_process(self):
         sys.path.insert(0, os.path.join(gwtest.BUILD, "python"))
