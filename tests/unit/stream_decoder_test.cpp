@@ -8,11 +8,16 @@
 #include "reader/batch_encoder.h"
 #include "reader/byte_source.h"
 #include "recording_in_memory.h"
+#include "reader/recording_parts.h"
 #include "reader/stream_decoder.h"
 #include "gwt_test_writer.h"
 
 #include <gapwatch/recording_format.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -389,4 +394,129 @@ TEST_CASE("python samples decode to what was encoded on both decoding paths") {
   // every sample.
   const v1::EventBatch again = encodeEventBatch(parsed.batches[0]);
   CHECK(again.SerializeAsString() == frame.batch().SerializeAsString());
+}
+
+// One process in two files (the collector's recording and the library's file for the rest, after
+// the collector went away: reader/recording_parts.h), read as one stream.
+namespace {
+
+test::BatchContents partBatch(uint64_t sequence, uint64_t start_ns) {
+  test::BatchContents b;
+  b.sequence = sequence;
+  b.api_calls = {test::apiCall(v1::API_KIND_LAUNCH, 7, start_ns, start_ns + 10)};
+  b.api_calls[0].api_name_id = 1;
+  return b;
+}
+
+struct PartsRead {
+  BatchCollector collector;
+  StreamHealth health;
+  std::size_t goodbyes = 0;
+};
+
+// Reads `parts` through one decoder, beginPart() between them.
+void readParts(const std::vector<GwtBytes>& parts, PartsRead& out) {
+  class Visitor final : public RecordingVisitor {
+   public:
+    explicit Visitor(PartsRead& out) : out_(out) {}
+    void onBatch(const DecodedBatch& batch, const StringTable& strings) override { out_.collector.onBatch(batch, strings); }
+    void onGoodbye(const v1::Goodbye&, uint64_t) override { ++out_.goodbyes; }
+
+   private:
+    PartsRead& out_;
+  } visitor(out);
+  StreamDecoder decoder(visitor);
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (k > 0) decoder.beginPart();
+    MemoryByteSource source(parts[k].span());
+    REQUIRE(readRecording(source, decoder).ok());
+  }
+  out.health = decoder.health();
+}
+
+}  // namespace
+
+TEST_CASE("a process's parts read as one stream: each batch once, strings carried over, the seam counted") {
+  test::BatchContents first = partBatch(0, 100);
+  first.strings = {{v1::STRING_KIND_THREAD_NAME, 7, "main"}};
+  GwtBytes collector_part;  // batches 0 to 2; the collector died before its receipt of 2
+  collector_part.hello(test::makeHello()).batch(test::encodeBatch(first));
+  collector_part.batch(test::encodeBatch(partBatch(1, 200))).batch(test::encodeBatch(partBatch(2, 300)));
+  GwtBytes library_part;  // the Hello's copy, then from 2 on, and the Goodbye
+  v1::Goodbye goodbye;
+  goodbye.set_batches(5);
+  library_part.hello(test::makeHello()).batch(test::encodeBatch(partBatch(2, 300)));
+  library_part.batch(test::encodeBatch(partBatch(3, 400))).batch(test::encodeBatch(partBatch(4, 500))).goodbye(goodbye);
+
+  PartsRead read;
+  readParts({collector_part, library_part}, read);
+  std::vector<uint64_t> sequences;
+  for (const DecodedBatch& b : read.collector.batches) sequences.push_back(b.sequence);
+  CHECK(sequences == std::vector<uint64_t>{0, 1, 2, 3, 4});
+  // The thread's name came in the collector's part only.
+  CHECK(read.collector.thread_names == std::vector<std::string>(5, "main"));
+  CHECK(read.goodbyes == 1);
+  CHECK(read.health.extra_hellos == 0);
+  CHECK(read.health.batches_missing == 0);
+  CHECK(read.health.batches_out_of_order == 0);
+  REQUIRE(read.health.parts.size() == 2);
+  CHECK(read.health.parts[0].batches == 3);
+  CHECK(read.health.parts[0].last_sequence == 2);
+  CHECK_FALSE(read.health.parts[0].goodbye);
+  CHECK(read.health.parts[1].first_sequence == 2);
+  CHECK(read.health.parts[1].last_sequence == 4);
+  CHECK(read.health.parts[1].duplicate_batches == 1);
+  CHECK(read.health.parts[1].duplicate_events == 1);
+  CHECK(read.health.parts[1].missing_before == 0);
+  CHECK(read.health.parts[1].goodbye);
+}
+
+TEST_CASE("parts with a gap between them, and both ending with the Goodbye") {
+  v1::Goodbye goodbye;
+  goodbye.set_batches(4);
+  GwtBytes collector_part;
+  collector_part.hello(test::makeHello()).batch(test::encodeBatch(partBatch(0, 100))).goodbye(goodbye);
+  GwtBytes library_part;
+  library_part.hello(test::makeHello()).batch(test::encodeBatch(partBatch(3, 400))).goodbye(goodbye);
+
+  PartsRead read;
+  readParts({collector_part, library_part}, read);
+  CHECK(read.collector.batches.size() == 2);
+  CHECK(read.goodbyes == 1);  // the second, the same, is left out
+  CHECK(read.health.batches_missing == 2);
+  CHECK(read.health.parts[1].missing_before == 2);
+  CHECK(read.health.frames_after_goodbye == 1);  // the batch after the first part's Goodbye
+}
+
+TEST_CASE("parts are grouped by their Hello and ordered by their first batch, whatever order they are given in") {
+  char dir_template[] = "/tmp/gapwatch-parts-test-XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  const v1::Hello hello = test::makeHello(4711, 2'000'000'000);
+  v1::Hello execd = hello;  // the same pid after exec(): another start, another process
+  execd.set_start_time_ns(3'000'000'000);
+  v1::Hello other_rank = hello;
+  other_rank.set_rank(1);
+  GwtBytes collector_part, library_part, goodbye_only, after_exec, rank1;
+  collector_part.hello(hello).batch(test::encodeBatch(partBatch(0, 100))).batch(test::encodeBatch(partBatch(1, 200)));
+  library_part.hello(hello).batch(test::encodeBatch(partBatch(1, 200))).batch(test::encodeBatch(partBatch(2, 300)));
+  goodbye_only.hello(hello).goodbye(v1::Goodbye{});
+  after_exec.hello(execd).batch(test::encodeBatch(partBatch(0, 100)));
+  rank1.hello(other_rank).batch(test::encodeBatch(partBatch(0, 100)));
+  const std::vector<std::pair<std::string, const GwtBytes*>> written = {
+      {dir + "/z-goodbye.gwt", &goodbye_only}, {dir + "/rest.gwt", &library_part}, {dir + "/exec.gwt", &after_exec},
+      {dir + "/collector.gwt", &collector_part}, {dir + "/rank1.gwt", &rank1}};
+  std::vector<std::string> files;
+  for (const auto& [path, bytes] : written) {
+    bytes->writeTo(path);
+    files.push_back(path);
+  }
+  files.push_back(dir + "/rest.gwt");  // given twice: read twice, as asked
+  const std::vector<std::vector<std::size_t>> groups = groupRecordingParts(files);
+  for (const auto& [path, bytes] : written) std::remove(path.c_str());
+  rmdir(dir.c_str());
+  // The process's parts at the place of its first file: the collector's (batch 0), the library's
+  // (from 1), the one that holds only the Goodbye; then the exec'd process, rank 1, the file again.
+  const std::vector<std::vector<std::size_t>> expected = {{3, 1, 0}, {2}, {4}, {5}};
+  CHECK(groups == expected);
 }
