@@ -9,8 +9,9 @@
 // stack (each call counted under its own reason), never a walk through a wrong layout.
 //
 // The _Py_DebugOffsets struct itself is not stable across minor versions (CPython says so in
-// pycore_runtime.h): where each offset sits in it is known here for 3.13 only (positions read
-// with offsetof against 3.13.0's own header; docs/design/python-stacks.md has the command).
+// pycore_runtime.h): where each offset sits in it is known here for 3.13 and 3.14 (positions read
+// with offsetof against 3.13.0's and 3.14.10's own headers; docs/design/python-stacks.md has the
+// command).
 #pragma once
 
 #include <stddef.h>
@@ -22,7 +23,7 @@ namespace gapwatch {
 
 enum class DebugOffsetsVerdict : uint8_t {
   kAgrees,            // the table and the interpreter agree on every field the walk reads
-  kNotDescribed,      // a version whose _Py_DebugOffsets gapwatch cannot place (before 3.13, after)
+  kNotDescribed,      // a version whose _Py_DebugOffsets gapwatch cannot place (before 3.13, after 3.14)
   kNoCookie,          // no "xdebugpy" at the start of _PyRuntime: not the struct we know
   kOtherVersion,      // its version is not the one the interpreter reports (Py_Version)
   kFreeThreaded,      // a free-threaded build (3.13t): other object and frame layouts
@@ -30,7 +31,7 @@ enum class DebugOffsetsVerdict : uint8_t {
 };
 
 // How many bytes of _PyRuntime's start the check reads.
-inline constexpr size_t kDebugOffsetsBytes = 584;
+inline constexpr size_t kDebugOffsetsBytes = 648;
 
 // `runtime_start`: the first kDebugOffsetsBytes bytes of _PyRuntime; `version_hex`: Py_Version.
 // `layout`: the table's entry for that version. On kDiffers, *field names the first field that

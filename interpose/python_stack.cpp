@@ -597,9 +597,21 @@ bool put_frame(Memory& memory, const Interpreter& py, const void* code, int byte
   return put_text(number, out, end);
 }
 
-// Owners of a _PyInterpreterFrame (3.11+).
+// Owners of a _PyInterpreterFrame (3.11+). From 3 up, frames that run no user code: 3.12 and
+// 3.13's entry shim (FRAME_OWNED_BY_CSTACK = 3); 3.14's FRAME_OWNED_BY_INTERPRETER (3, its entry
+// shim) and FRAME_OWNED_BY_CSTACK (4), both "incomplete" to CPython (_PyFrame_IsIncomplete).
 constexpr char kOwnedByGenerator = 1;
-constexpr char kOwnedByCStack = 3;  // 3.12+: the interpreter's entry shim, not user code
+constexpr char kOwnedByShim = 3;
+char max_owner(const PythonLayout& l) { return l.minor >= 14 ? 4 : 3; }
+
+// The frame's code object. 3.14 holds it as a _PyStackRef, a pointer whose low bit says whether
+// the reference is counted (Py_TAG_BITS): the object is the pointer without it.
+template <class Memory>
+const void* frame_code(Memory& memory, const PythonLayout& l, const void* frame) {
+  const void* code = pointer_at(memory, frame, l.frame_code);
+  if (l.minor >= 14) code = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(code) & ~uintptr_t(3));
+  return code;
+}
 
 // 3.10: frames are PyFrameObjects linked by f_back; f_lasti counts code units.
 template <class Memory>
@@ -639,8 +651,8 @@ PythonStackMiss walk_interpreter_frames(Memory& memory, const Interpreter& py, c
       if (*depth < kMaxPythonFrames) memory.note_line(index, out, 0);
     }
     const char owner = field<Memory, char>(memory, frame, l.frame_owner);
-    if (owner < 0 || owner > kOwnedByCStack) return PythonStackMiss::kInvalid;
-    if (owner == kOwnedByCStack) continue;
+    if (owner < 0 || owner > max_owner(l)) return PythonStackMiss::kInvalid;
+    if (owner >= kOwnedByShim) continue;
     if constexpr (Memory::kCachesCode) {
       // Below the frames that changed since the last walk: their lines, without their code objects.
       bool skipped = false;
@@ -649,9 +661,9 @@ PythonStackMiss walk_interpreter_frames(Memory& memory, const Interpreter& py, c
         continue;
       }
     }
-    const void* code = pointer_at(memory, frame, l.frame_code);
+    const void* code = frame_code(memory, l, frame);
     if (!has_type(memory, py, code, py.code_type)) {
-      if (l.minor >= 13) continue;  // 3.13's f_executable may be another callable's object
+      if (l.minor >= 13) continue;  // 3.13+'s f_executable may be another callable's object
       return PythonStackMiss::kInvalid;
     }
     const char* instructions = static_cast<const char*>(code) + l.code_code_adaptive;
@@ -671,9 +683,9 @@ PythonStackMiss walk_interpreter_frames(Memory& memory, const Interpreter& py, c
   }
   // The outermost frame is never a generator's: one is unlinked when it yields, so a chain that
   // ends there was read across a yield (only another thread's can be). From 3.12 it is the
-  // interpreter's entry shim, owned by the C stack (read_chain says why).
+  // interpreter's entry shim (read_chain says why).
   if (last_owner == kOwnedByGenerator) return PythonStackMiss::kChanged;
-  if (l.minor >= 12 && last_owner != kOwnedByCStack) return PythonStackMiss::kChanged;
+  if (l.minor >= 12 && last_owner < kOwnedByShim) return PythonStackMiss::kChanged;
   return PythonStackMiss::kNone;
 }
 
@@ -687,15 +699,15 @@ bool read_chain(OtherThreadMemory& memory, const PythonLayout& l, const void* fr
   for (; frame; frame = pointer_at(memory, frame, l.frame_previous)) {
     if (!plausible(frame) || n == PythonReadState::kMaxChain) return false;
     if (!memory.in_window(frame)) memory.read_window(frame);  // the next data stack chunk down
-    keys[n++] = {frame, pointer_at(memory, frame, l.frame_code), pointer_at(memory, frame, l.frame_instr)};
+    keys[n++] = {frame, frame_code(memory, l, frame), pointer_at(memory, frame, l.frame_instr)};
     owner = field<OtherThreadMemory, char>(memory, frame, l.frame_owner);
   }
   *length = n;
   // A chain that ends at a generator's frame was read while the generator yielded (its frame is
   // unlinked then), and from 3.12 one that ends elsewhere than at the interpreter's entry shim
-  // (owned by the C stack: every entry from C pushes one, the thread's first at the bottom) was
-  // read across a push or a pop: torn, not the thread's stack.
-  if (l.minor >= 12 && owner != kOwnedByCStack) return false;
+  // (every entry from C pushes one, the thread's first at the bottom) was read across a push or a
+  // pop: torn, not the thread's stack.
+  if (l.minor >= 12 && owner < kOwnedByShim) return false;
   return !memory.failed && owner != kOwnedByGenerator;
 }
 

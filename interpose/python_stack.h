@@ -42,7 +42,7 @@ enum class PythonStackMiss : uint8_t {
   kNone = 0,
   kNoInterpreter,     // no CPython in the process (yet)
   kNotPythonThread,   // this thread has no Python thread state
-  kUnknownVersion,    // a CPython whose layout gapwatch does not have (3.14+, <3.10)
+  kUnknownVersion,    // a CPython whose layout gapwatch does not have (3.15+, <3.10)
   kSubinterpreter,    // the thread runs a subinterpreter: its layout is not checked
   kNoFrame,           // a Python thread with no Python frame (between calls, or exiting)
   kInvalid,           // a value failed a sanity check (a frame being torn down, a foreign build)

@@ -4,10 +4,10 @@
 #
 #   scripts/gen-python-layouts.sh [PREFIX...]
 #
-# Each PREFIX is an installed CPython 3.10 to 3.13 (default build, x86-64) with its headers,
+# Each PREFIX is an installed CPython 3.10 to 3.14 (default build, x86-64) with its headers,
 # internal ones included, in PREFIX/include/python3.X. Without arguments: the pyenv interpreters
-# /root/.pyenv/versions/{3.10.13,3.11.7,3.12.1,3.13.0} (or $PYENV_ROOT/versions/...), those of them
-# that are installed. scripts/gen-python-layouts/layout_probe.c is compiled against each and prints
+# /root/.pyenv/versions/{3.10.13,3.11.7,3.12.1,3.13.0} (or $PYENV_ROOT/versions/...) and Debian's
+# 3.14 in build/python3.14/root/usr (scripts/fetch-python314.sh), those of them that are installed. scripts/gen-python-layouts/layout_probe.c is compiled against each and prints
 # its line; one interpreter per minor version. Commit the .inc it writes: the build does not run this.
 set -euo pipefail
 
@@ -22,6 +22,8 @@ if [[ ${#prefixes[@]} -eq 0 ]]; then
   for version in 3.10.13 3.11.7 3.12.1 3.13.0; do
     [[ -d "$pyenv_root/versions/$version" ]] && prefixes+=("$pyenv_root/versions/$version")
   done
+  # 3.14: Debian's, unpacked by scripts/fetch-python314.sh (pyenv here stops at 3.13).
+  [[ -d "$repo_root/build/python3.14/root/usr/include/python3.14" ]] && prefixes+=("$repo_root/build/python3.14/root/usr")
   [[ ${#prefixes[@]} -gt 0 ]] || { echo "$0: no pyenv interpreter under $pyenv_root/versions; name prefixes" >&2; exit 2; }
 fi
 
@@ -31,14 +33,14 @@ trap 'rm -rf "$work"' EXIT
 declare -A line_of_minor=()
 declare -A source_of_minor=()
 for prefix in "${prefixes[@]}"; do
-  # The one python3.10 .. python3.13 include directory of the prefix (python3.13t, free-threaded,
+  # The one python3.10 .. python3.14 include directory of the prefix (python3.13t, free-threaded,
   # has other layouts and is not matched).
   includes=()
-  for dir in "$prefix"/include/python3.1[0-3]; do
+  for dir in "$prefix"/include/python3.1[0-4]; do
     [[ -f "$dir/Python.h" && -d "$dir/internal" ]] && includes+=("$dir")
   done
   if [[ ${#includes[@]} -ne 1 ]]; then
-    echo "$0: $prefix: expected one include/python3.10..3.13 with internal/ headers, found ${#includes[@]}" >&2
+    echo "$0: $prefix: expected one include/python3.10..3.14 with internal/ headers, found ${#includes[@]}" >&2
     exit 1
   fi
   inc="${includes[0]}"
@@ -47,7 +49,9 @@ for prefix in "${prefixes[@]}"; do
     echo "$0: two interpreters of 3.$minor: ${source_of_minor[$minor]} and $prefix" >&2
     exit 1
   fi
-  "$cc" -std=c11 -O0 -Wall -Werror -DPy_BUILD_CORE -I"$inc" -I"$inc/internal" -o "$work/probe$minor" "$probe_src"
+  # -I PREFIX/include too: Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>.
+  "$cc" -std=c11 -O0 -Wall -Werror -DPy_BUILD_CORE -I"$inc" -I"$inc/internal" -I"$prefix/include" \
+    -o "$work/probe$minor" "$probe_src"
   line="$("$work/probe$minor")"
   [[ "$line" == "{$minor, "* ]] || { echo "$0: $inc: the probe printed: $line" >&2; exit 1; }
   line_of_minor[$minor]="$line"
@@ -61,7 +65,7 @@ command="scripts/gen-python-layouts.sh"
   echo "//   $command"
   echo "// offsetof() on each interpreter's own headers (scripts/gen-python-layouts/layout_probe.c), from:"
   for minor in $(printf '%s\n' "${!line_of_minor[@]}" | sort -n); do
-    echo "//   3.$minor: ${source_of_minor[$minor]}"
+    echo "//   3.$minor: ${source_of_minor[$minor]#"$repo_root"/}"
   done
   echo "// Fields in the order of struct PythonLayout (python_layout.h); one line per minor version, in order."
   for minor in $(printf '%s\n' "${!line_of_minor[@]}" | sort -n); do

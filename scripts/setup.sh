@@ -19,7 +19,9 @@
 #                                a clean Debian 12 root for the .deb's install test
 #                                (scripts/prepare-debian-root.sh), and the wheel's build and check
 #                                tools with pandas, for the Python API's tests, in
-#                                <build>/python-tooling-venv: scripts/install-python-tooling.sh
+#                                <build>/python-tooling-venv: scripts/install-python-tooling.sh,
+#                                and Debian unstable's CPython 3.14, unpacked in <build>/python3.14
+#                                (scripts/fetch-python314.sh), for the Python stack tests
 #
 # --product and --try in a build directory the test path configured use it as it is (it holds
 # both); --test in one of theirs reconfigures it and recompiles it all (RelWithDebInfo).
@@ -196,4 +198,11 @@ fi
 # min once; offline it is left out with one line, and the tests that need it skip and say so.
 if [[ "$path" == "test" ]]; then
   "$repo_root/scripts/install-python-tooling.sh" "$build_dir"
+fi
+
+# --- CPython 3.14, for the Python stack tests (Debian unstable's packages, unpacked; optional) ----
+# pyenv here stops at 3.13. About 40 MB, seconds; offline it is left out with one line, and the
+# 3.14 cases skip and say so.
+if [[ "$path" == "test" ]]; then
+  "$repo_root/scripts/fetch-python314.sh" "$build_dir"
 fi

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 10 || PY_MINOR_VERSION > 13
-#error "gapwatch knows the layouts of CPython 3.10 to 3.13 only"
+#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 10 || PY_MINOR_VERSION > 14
+#error "gapwatch knows the layouts of CPython 3.10 to 3.14 only"
 #endif
 #ifdef Py_GIL_DISABLED
 #error "free-threaded builds have other layouts"
@@ -24,8 +24,10 @@
 #include "internal/pycore_runtime.h"
 #if PY_MINOR_VERSION == 10
 #include "frameobject.h"
-#else
+#elif PY_MINOR_VERSION <= 13
 #include "internal/pycore_frame.h"
+#else
+#include "internal/pycore_interpframe_structs.h"
 #endif
 
 /* The 32-bit word at the state member of a PyASCIIObject whose state bit-field holds only what

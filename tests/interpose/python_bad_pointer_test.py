@@ -1,6 +1,6 @@
 """A pointer to nowhere in the interpreter's memory costs the stack, never the process (issue 36,
 item 2): a blocking call whose frame's code object names its file through a pointer to unmapped
-memory (python_bad_pointer_prog.py) ends normally on every supported interpreter installed; that
+memory (python_bad_pointer_prog.py) ends normally on every supported interpreter installed (3.14: scripts/fetch-python314.sh); that
 call has no stack and counts miss 7 (an object outside every readable mapping), and the calls
 around it have theirs. Before every read of the calling thread's interpreter memory was checked
 (readable_ranges.h), the walk loaded through that pointer and the job died of SIGSEGV."""
@@ -15,7 +15,8 @@ PROG = os.path.join(HERE, "python_bad_pointer_prog.py")
 PYENV = "/root/.pyenv/versions"
 INTERPRETERS = [("system", "/usr/bin/python3", True), ("3_10", PYENV + "/3.10.13/bin/python3.10", False),
                 ("3_11", PYENV + "/3.11.7/bin/python3.11", False), ("3_12", PYENV + "/3.12.1/bin/python3.12", False),
-                ("3_13", PYENV + "/3.13.0/bin/python3.13", False)]
+                ("3_13", PYENV + "/3.13.0/bin/python3.13", False),
+                ("3_14", os.path.join(os.path.abspath(gwtest.BUILD), "python3.14", "python3.14"), False)]
 MISS_OUTSIDE_MAPPINGS = 7  # DROP_SOURCE_PYTHON_STACK id (events.proto)
 
 

@@ -136,7 +136,7 @@ class PythonStacksStress(unittest.TestCase):
         if not os.access(PYTHON, os.X_OK):
             self.fail("%s is missing" % PYTHON)
         major, minor = interpreter_version(PYTHON)
-        self.assertTrue(major == 3 and 10 <= minor <= 13, "%s is %d.%d: no layout for it" % (PYTHON, major, minor))
+        self.assertTrue(major == 3 and 10 <= minor <= 14, "%s is %d.%d: no layout for it" % (PYTHON, major, minor))
         sites = {(api, function): line for api, function, line in marks(PROG)}
         prog_calls = call_lines(PROG)
         runtime_calls = call_lines(RUNTIME_PROG)

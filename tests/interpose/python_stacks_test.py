@@ -1,5 +1,5 @@
 """The Python stack of the calling thread at every blocking CUDA call (interpose/python_stack.cpp),
-read from CPython's memory on every supported interpreter (3.10-3.13) that is installed: a job
+read from CPython's memory on every supported interpreter (3.10-3.14) that is installed: a job
 (python_stacks_prog.py) whose blocking calls are made on lines marked `# MARK <api> <function>`,
 with a second thread and a worker forked before CUDA is first used, under LD_PRELOAD and under
 CUDA_INJECTION64_PATH alone, has each of those calls recorded with its whole stack, innermost frame
@@ -35,6 +35,8 @@ INTERPRETERS = [
     ("3_11", PYENV + "/3.11.7/bin/python3.11", False),
     ("3_12", PYENV + "/3.12.1/bin/python3.12", False),
     ("3_13", PYENV + "/3.13.0/bin/python3.13", False),
+    # Debian unstable's 3.14 (libpython linked statically), unpacked by scripts/fetch-python314.sh.
+    ("3_14", os.path.join(os.path.abspath(gwtest.BUILD), "python3.14", "python3.14"), False),
 ]
 UNSUPPORTED_PYTHON = PYENV + "/3.9.18/bin/python3.9"  # a CPython gapwatch has no layout for
 
@@ -317,7 +319,7 @@ class PythonStacks(unittest.TestCase):
                 self.fail("%s is missing: it is required" % python)
             self.skipTest("%s not installed" % python)
         major, minor = interpreter_version(python)
-        self.assertTrue(major == 3 and 10 <= minor <= 13,
+        self.assertTrue(major == 3 and 10 <= minor <= 14,
                         "%s is %d.%d: not a version with a layout" % (python, major, minor))
         with tempfile.TemporaryDirectory() as d:
             if mode == "preload":
