@@ -1,13 +1,20 @@
 // export/gzip_output.cpp: see gzip_output.h.
 #include "export/gzip_output.h"
 
+#include <unistd.h>
+
 namespace gapwatch::exporter {
 
 GzipFileBuffer::~GzipFileBuffer() { close(); }
 
-bool GzipFileBuffer::open(const std::string& path) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (!file_) return false;
+bool GzipFileBuffer::open(int fd) {
+  // A descriptor of its own: the caller keeps `fd` (gapwatch/output_file.h's temporary file).
+  const int own = ::dup(fd);
+  file_ = own >= 0 ? ::fdopen(own, "wb") : nullptr;
+  if (!file_) {
+    if (own >= 0) ::close(own);
+    return false;
+  }
   // windowBits 15 + 16: a gzip header and trailer rather than zlib's.
   ok_ = deflateInit2(&zs_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
   setp(in_.data(), in_.data() + in_.size());

@@ -20,7 +20,8 @@ class GzipFileBuffer final : public std::streambuf {
   GzipFileBuffer(const GzipFileBuffer&) = delete;
   GzipFileBuffer& operator=(const GzipFileBuffer&) = delete;
 
-  bool open(const std::string& path);
+  // Writes to a descriptor of `fd`'s file (dup'ed: `fd` stays the caller's).
+  bool open(int fd);
   // Flushes the compressor and closes the file; false when anything failed on the way.
   bool close();
 
@@ -40,8 +41,8 @@ class GzipFileBuffer final : public std::streambuf {
 
 class GzipFileStream final : public std::ostream {
  public:
-  explicit GzipFileStream(const std::string& path) : std::ostream(&buffer_) {
-    if (!buffer_.open(path)) setstate(std::ios::failbit);
+  explicit GzipFileStream(int fd) : std::ostream(&buffer_) {
+    if (!buffer_.open(fd)) setstate(std::ios::failbit);
   }
   bool close() { return buffer_.close() && !fail(); }
 

@@ -32,6 +32,8 @@ std::optional<double> parsePercent(const std::string& text) {
 
 
 int runDiff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
+  if (!options.html_path.empty() && !outputPathUsable(options.html_path, "gapwatch diff: --html ", err))
+    return kExitCannotWrite;
   std::vector<std::string> files[2];
   for (int side = 0; side < 2; ++side) {
     std::string error;

@@ -8,12 +8,17 @@
 #include "tools/exit_codes.h"
 #include "tools/file_outcome.h"
 #include "tools/report_command.h"
+#include "tools/text_format.h"
 #include "reader/recording_parts.h"
+
+#include <gapwatch/output_file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <ext/stdio_filebuf.h>
 #include <fstream>
 #include <memory>
 
@@ -25,19 +30,29 @@ bool endsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// One output file: opens it (gzip for .gz), writes `files` into it in `format`, closes it.
+// One output file: `files` in `format` (gzip for .gz), streamed to a temporary file beside
+// `output` that takes its name only once whole (gapwatch/output_file.h). Nothing is left at
+// `output` when no input could be read or the writing failed: an export never half-exists.
 int exportInto(const ExportOptions& options, const std::vector<std::string>& files, const std::string& output,
                std::ostream& err) {
+  PendingOutputFile file;
+  std::string error;
+  if (!file.open(output, &error)) {
+    err << output << ": cannot write: " << error << '\n';
+    return kExitCannotWrite;
+  }
   std::unique_ptr<std::ostream> stream;
+  std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> plain;
   exporter::GzipFileStream* gzip = nullptr;
   if (options.format != "perfetto" && endsWith(output, ".gz")) {
-    auto compressed = std::make_unique<exporter::GzipFileStream>(output);
+    auto compressed = std::make_unique<exporter::GzipFileStream>(file.fd());
     gzip = compressed.get();
     stream = std::move(compressed);
   } else {
-    stream = std::make_unique<std::ofstream>(output, std::ios::binary | std::ios::trunc);
+    plain = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(::dup(file.fd()), std::ios::out | std::ios::binary);
+    stream = std::make_unique<std::ostream>(plain.get());
   }
-  if (!*stream) {
+  if (!*stream || (plain && !plain->is_open())) {
     err << output << ": cannot write: " << std::strerror(errno) << '\n';
     return kExitCannotWrite;
   }
@@ -49,13 +64,25 @@ int exportInto(const ExportOptions& options, const std::vector<std::string>& fil
         *stream, options.format == "kineto" ? exporter::JsonFlavour::kKineto : exporter::JsonFlavour::kChrome);
   }
   int exit_code = kExitOk;
-  exporter::exportTrace(files, options.analysis, *sink, [&](const std::string& file, const ReadResult& read) {
-    exit_code = std::max(exit_code, printReadOutcome(file, read, err));
+  std::size_t read = 0;
+  exporter::exportTrace(files, options.analysis, *sink, [&](const std::string& file_name, const ReadResult& outcome) {
+    const int code = printReadOutcome(file_name, outcome, err);
+    if (code < kExitBadRecording) ++read;
+    exit_code = std::max(exit_code, code);
   });
   bool written = sink->finish();
   if (gzip) written = gzip->close() && written;
+  if (plain) written = plain->close() != nullptr && written;
   if (!written) {
     err << output << ": cannot write: " << (errno ? std::strerror(errno) : "write failed") << '\n';
+    return kExitCannotWrite;
+  }
+  if (read == 0) {
+    err << output << ": not written: no input could be read\n";
+    return std::max(exit_code, kExitBadRecording);
+  }
+  if (!file.commit(/*durable=*/false, &error)) {
+    err << output << ": cannot write: " << error << '\n';
     return kExitCannotWrite;
   }
   return exit_code;
@@ -83,10 +110,23 @@ int runExport(const ExportOptions& given, std::ostream& err) {
   if (!expandRunOperands(options.files, err, "gapwatch export")) return kExitBadRecording;
   const std::vector<std::vector<std::size_t>> processes =
       options.format == "kineto" ? groupRecordingParts(options.files) : std::vector<std::vector<std::size_t>>{};
+  // The output is checked before any input is read: a bad -o costs no work and leaves nothing.
+  std::string problem;
   if (options.format != "kineto" || processes.size() == 1) {
+    if (!checkOutputPath(options.output, &problem)) {
+      err << "gapwatch export: -o " << printable(options.output) << ": " << problem << '\n';
+      return kExitCannotWrite;
+    }
     return exportInto(options, options.files, options.output, err);
   }
+  // One Kineto trace per process, in the directory -o names: made here unless it exists, and
+  // removed again when no trace could be written into it.
   std::error_code error;
+  const bool existed = std::filesystem::is_directory(options.output, error);
+  if (!existed && !checkOutputPath(options.output, &problem)) {
+    err << "gapwatch export: -o " << printable(options.output) << ": " << problem << '\n';
+    return kExitCannotWrite;
+  }
   std::filesystem::create_directories(options.output, error);
   if (error || !std::filesystem::is_directory(options.output)) {
     err << options.output << ": cannot make the directory for one Kineto trace per input: "
@@ -101,6 +141,7 @@ int runExport(const ExportOptions& given, std::ostream& err) {
         (std::filesystem::path(options.output) / kinetoTraceName(files.front(), endsWith(options.output, ".gz"))).string();
     exit_code = std::max(exit_code, exportInto(options, files, output, err));
   }
+  if (!existed) std::filesystem::remove(options.output, error);  // only when it stayed empty
   return exit_code;
 }
 

@@ -65,6 +65,13 @@ std::string svgNumber(double x) {
 
 void writeHtmlTail(std::ostream& out) { out << "</body></html>\n"; }
 
+bool outputPathUsable(const std::string& path, std::string_view who, std::ostream& err) {
+  std::string problem;
+  if (checkOutputPath(path, &problem)) return true;
+  err << who << printable(path) << ": " << problem << '\n';
+  return false;
+}
+
 bool writeWholeFile(const std::string& path, const std::string& content, std::string_view who, std::ostream& err) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);

@@ -23,6 +23,10 @@ void writeHtmlTail(std::ostream& out);
 
 // Writes `content` to `path`, whole or not at all (gapwatch/output_file.h: a temporary file
 // renamed into place, synced). False, with one line on `err` that begins with `who`, when it cannot.
+// Whether an output file can be written at `path` (gapwatch/output_file.h, checkOutputPath),
+// checked before any work: else one line "WHO PATH: why" on err and false.
+bool outputPathUsable(const std::string& path, std::string_view who, std::ostream& err);
+
 bool writeWholeFile(const std::string& path, const std::string& content, std::string_view who, std::ostream& err);
 
 }  // namespace gapwatch::cli

@@ -8,6 +8,7 @@
 #include "tools/file_outcome.h"
 #include "tools/gwt_file_writer.h"
 #include "tools/report_command.h"
+#include "tools/html_page.h"
 #include "tools/text_format.h"
 
 #include <sys/stat.h>
@@ -73,6 +74,7 @@ int runImport(const ImportOptions& options, std::ostream& out, std::ostream& err
   const std::string output = printable(options.output);
   struct stat st {};
   // Checked before the trace is read, so that a refusal costs nothing; commit() checks again.
+  if (!outputPathUsable(options.output, "gapwatch import: -o ", err)) return kExitCannotWrite;
   if (!options.force && ::lstat(options.output.c_str(), &st) == 0) {
     err << output << ": exists (give --force to replace it)\n";
     return kExitUsage;

@@ -197,6 +197,9 @@ int runProfile(const ProfileOptions& options, std::ostream& out, std::ostream& e
   }
   const auto library = findInjectedLibrary("gapwatch profile", options.bin_to_lib, err);
   if (!library) return kExitUsage;
+  // Before the job runs: a job of hours must not end in "cannot write" for a typo in --html.
+  if (!options.html_path.empty() && !outputPathUsable(options.html_path, kPrefix + std::string("--html "), err))
+    return kExitCannotWrite;
 
   collector::ProfileSessionOptions session;
   session.output_dir = options.output_dir.empty() ? defaultOutputDir() : options.output_dir;

@@ -61,6 +61,9 @@ bool expandRunOperands(std::vector<std::string>& files, std::ostream& err, const
 
 int runReport(const ReportOptions& given, std::ostream& out, std::ostream& err) {
   ReportOptions options = given;
+  // Before anything is read or printed: a report is not printed whole only to fail at the end.
+  if (!options.html_path.empty() && !outputPathUsable(options.html_path, "gapwatch report: --html ", err))
+    return kExitCannotWrite;
   if (!expandRunOperands(options.files, err)) return kExitBadRecording;
   int exit_code = kExitOk;
   const analysis::RunReport content = gatherReport(options, err, exit_code);

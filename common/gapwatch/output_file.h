@@ -26,4 +26,37 @@ bool replaceOutputFile(int dir_fd, const std::string& name, const std::string& c
 int commitTemporaryFile(int file_fd, int dir_fd, const std::string& temporary, const std::string& name,
                         unsigned rename_flags);
 
+// Whether a file can be written at `path`, checked before any work is done (a report is not
+// printed, a trace not read, only to fail at the end): its directory exists and is a directory,
+// and `path` names a file in it, not a directory. False with *error set ("no such directory:
+// out"). It does not create anything.
+bool checkOutputPath(const std::string& path, std::string* error);
+
+// An output streamed to a temporary file beside `path` and put in place only whole (commit()),
+// by the same rename as replaceOutputFile: a writer that fails, or a process that dies, leaves
+// nothing at `path` (and the temporary is removed, unless the process died). For outputs too large
+// to hold in memory: exports, an imported recording.
+class PendingOutputFile {
+ public:
+  PendingOutputFile() = default;
+  ~PendingOutputFile() { abandon(); }
+  PendingOutputFile(const PendingOutputFile&) = delete;
+  PendingOutputFile& operator=(const PendingOutputFile&) = delete;
+
+  // Makes the temporary file; false with *error set.
+  bool open(const std::string& path, std::string* error);
+  // The temporary file's descriptor (-1 before open()), which the writer writes to.
+  int fd() const { return fd_; }
+  // Renames the temporary over `path` (after an fsync when `durable`) and closes it; false with
+  // *error set, the temporary removed.
+  bool commit(bool durable, std::string* error);
+  // Removes the temporary; nothing is at `path` that was not there before.
+  void abandon();
+
+ private:
+  int dir_fd_ = -1;
+  int fd_ = -1;
+  std::string name_, temporary_;
+};
+
 }  // namespace gapwatch
