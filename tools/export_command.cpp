@@ -77,10 +77,8 @@ int exportInto(const ExportOptions& options, const std::vector<std::string>& fil
     err << output << ": cannot write: " << (errno ? std::strerror(errno) : "write failed") << '\n';
     return kExitCannotWrite;
   }
-  if (read == 0) {
-    err << output << ": not written: no input could be read\n";
-    return std::max(exit_code, kExitBadRecording);
-  }
+  // Each unreadable input has said so in its one line; nothing is written for none.
+  if (read == 0) return std::max(exit_code, kExitBadRecording);
   if (!file.commit(/*durable=*/false, &error)) {
     err << output << ": cannot write: " << error << '\n';
     return kExitCannotWrite;
@@ -123,7 +121,9 @@ int runExport(const ExportOptions& given, std::ostream& err) {
   // removed again when no trace could be written into it.
   std::error_code error;
   const bool existed = std::filesystem::is_directory(options.output, error);
-  if (!existed && !checkOutputPath(options.output, &problem)) {
+  std::string directory = options.output;  // "traces/": the directory traces
+  while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+  if (!existed && !checkOutputPath(directory, &problem)) {
     err << "gapwatch export: -o " << printable(options.output) << ": " << problem << '\n';
     return kExitCannotWrite;
   }

@@ -95,6 +95,10 @@ class OutputsNeverHalfExist(unittest.TestCase):
                     r = run(args("out.x", [bad]), self.dir)
                     self.assertEqual(r.returncode, EXIT_BAD_INPUT, r.stderr)
                     self.assert_nothing_left("%s of %s" % (writer, bad))
+        with self.subTest(writer="export kineto, one trace per input into a directory"):
+            r = run(["export", "--format", "kineto", "picture.gwt", "cut.json.gz", "-o", "traces/"], self.dir)
+            self.assertEqual(r.returncode, EXIT_BAD_INPUT, r.stderr)
+            self.assert_nothing_left("export kineto of two bad inputs into traces/")  # the directory too
         for bad in ("picture.gwt", "cut.json.gz", "missing.json.gz"):
             with self.subTest(writer="import", input=bad):
                 r = run(["import", bad, "-o", "out.gwt"], self.dir)
