@@ -132,11 +132,15 @@ class ProfileTest(unittest.TestCase):
         self.assertTrue(read(page).startswith("<!DOCTYPE html>"))
         self.assertIn("GPU idle", read(page))
         self.assertIn("Ranks", read(page))  # nccl-bound runs two ranks
+        # A --html that cannot be written is refused before the job runs (issue 37, item 2): a job
+        # of hours must not end in "cannot write"; exit 4, one line, no output directory made.
         bad = self.profile(["-o", out + "-2", "--html", os.path.join(self.dir, "no", "such", "dir", "r.html"), "--",
                             gwtest.SIM, scenario("healthy"), "--quiet"])
-        self.assertEqual(bad.returncode, 0, bad.stderr)  # the command's own exit code stands
-        self.assertIn("--html " + os.path.join(self.dir, "no", "such", "dir", "r.html") + ": cannot open its directory",
-                      bad.stderr.splitlines()[-1])
+        self.assertEqual(bad.returncode, 4, bad.stderr)
+        self.assertEqual(bad.stderr.splitlines(), ["gapwatch profile: --html " +
+                                                   os.path.join(self.dir, "no", "such", "dir", "r.html") +
+                                                   ": no such directory: " + os.path.join(self.dir, "no", "such", "dir")])
+        self.assertFalse(os.path.exists(out + "-2"))
 
     def test_watch_shows_the_job_live_then_the_report(self):
         out = os.path.join(self.dir, "watched")
