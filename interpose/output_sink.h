@@ -75,8 +75,13 @@ class OutputSink {
   bool collector_sends_receipts() const { return receipts_; }
 
   static constexpr size_t kPendingLimit = 8 * 1024 * 1024;
-  // How long close() waits for the collector to take and acknowledge the stream's tail.
-  static constexpr int kExitDrainMs = 1000;
+  // How long close() waits for the collector to take and acknowledge the stream's tail. 5 s, not
+  // the 1 s it was: 64 processes ending together against one collector on a machine whose two
+  // cores other work kept busy (stress-ng --cpu 2, CI's load) missed 1 s now and then, all but one
+  // of them at once (fault_injection_test's 64-process case: 1 run in 3 here), and wrote their
+  // tails to fallback files; at 5 s, none in the runs tried. Only a collector that stopped reading
+  // (stopped, hung) makes an exit wait that long; one that died or closed is known at once.
+  static constexpr int kExitDrainMs = 5000;
   // Sent frames kept until the collector has them: at most this much (a socket's buffers hold
   // far less, a few hundred KiB by default).
   static constexpr size_t kUnreadLimit = 8 * 1024 * 1024;
