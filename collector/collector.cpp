@@ -272,8 +272,8 @@ class Collector {
 
   // Connection i has ended (its slot becomes null until the sweep); what its end costs the
   // collector (the analysis's last steps, its report, two fsyncs) waits in ending_. Many
-  // processes end at once (the ranks of a job), each waiting at most 1 s for the receipt of its
-  // Goodbye (docs/recording-format.md, "Receipts"): done here, in the turn that read it, that work
+  // processes end at once (the ranks of a job), each waiting a bounded time for the receipt of its
+  // Goodbye (1 s then, 5 s now: docs/recording-format.md, "Receipts"): done here, in the turn that read it, that work
   // kept every later connection unread behind it, and with reports on a disk that syncs in 10 ms,
   // 41 of 64 processes ending together missed the bound and wrote the rest of their stream to a
   // file of their own. The receipt went out with the Goodbye's read; the rest can wait.
