@@ -24,9 +24,9 @@ recordings it left (all ranks together) and checks, per process and device:
     all, across ranks included.
 The simulated GPU keeps the host's clock, so a machine that preempts the process for milliseconds
 really moves idle time from one cause to another (docs/scenarios.md). A run whose top finding
-misses is repeated, up to 3 runs in all; when every miss came from a run whose own truth missed the
-scenario's `expect` block (a disturbed run), the test is skipped, not failed, as check_truth.py
-does. Measurement mismatches are never repeated: the report and the truth describe the same run.
+misses is repeated, up to 3 runs in all; when every miss came from a disturbed run (its own truth
+missed the scenario's `expect` block, or more than 1% of its window was host work lost to
+preemption, check_truth.py's measure), the test is skipped, not failed, as check_truth.py does. Measurement mismatches are never repeated: the report and the truth describe the same run.
 A table of every comparison is printed, passing or not.
 
 Boundary slack (docs/analysis.md, "Engine and ground truth"). The recorder and the simulator read
@@ -58,6 +58,9 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interpose"))
 import gwtest  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "simcuda", "workload"))
+from check_truth import STARVED_SHARE, starvation  # noqa: E402  (one measure of a starved run)
 
 CAUSES = ["host_cpu", "launch_overhead", "sync_copy", "cuda_api", "nccl_host", "dependency"]
 RELATIVE_TOLERANCE = 0.05
@@ -212,6 +215,13 @@ def disturbance(scenario, truth):
         misses.append("idle fraction %.3f" % fraction)
     if idle and after / idle < expect.get("after_sync_fraction_min", 0.0):
         misses.append("after-sync share %.3f" % (after / idle))
+    # A run whose host work preemption stretched (check_truth.py's measure and bound) really has
+    # more host time than the scenario asked for: its causes may still rank as expected by a hair
+    # (launch-bound with both cores busy: host_cpu 34.1 ms against launch_overhead 35.1 ms, 33% of
+    # the window lost to preemption) while the report rightly finds the host slow.
+    starved = starvation(truth)
+    if starved > STARVED_SHARE:
+        misses.append("host work lost to preemption %.1f%% of the window" % (100 * starved))
     return ", ".join(misses)
 
 
